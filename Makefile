@@ -1,0 +1,59 @@
+# Every target creates what it needs (virtual environment, local binaries) when it is missing.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+UV_VERSION := 0.13.9
+# Where local-up writes its state (kubeconfig, logs, pids); outside the repo, one per user.
+export KAI_LOCALENV_HOME ?= $(HOME)/.local/state/kai-scale-pipeline
+
+.PHONY: help venv test lint typecheck unit local-up local-down local-env local-status bench lock clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
+
+$(BIN)/.installed: requirements-dev.txt requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements-dev.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	touch $@
+
+venv: $(BIN)/.installed ## create the virtual environment from the lock files
+
+lint: venv ## ruff (lint + format check)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: venv ## mypy strict on the package and the local environment
+	$(BIN)/mypy
+
+test: lint typecheck local-deps ## the whole suite: lint, types, unit, DAG and integration tests
+	$(BIN)/pytest
+
+local-deps: venv ## build (once, cached) the control-plane binaries and install Prometheus
+	localenv/install-system-deps.sh
+	localenv/build.sh >/dev/null
+
+local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
+	$(BIN)/python -m localenv up
+
+local-down: venv ## stop everything local-up started
+	$(BIN)/python -m localenv down
+
+local-env: venv ## print export lines for the running local environment
+	@$(BIN)/python -m localenv env
+
+local-status: venv ## show what is running
+	$(BIN)/python -m localenv status
+
+bench: local-deps ## benchmarks (results go to docs/benchmarks.md by hand)
+	$(BIN)/python benchmarks/local_env.py
+
+lock: ## re-resolve requirements*.txt from requirements*.in
+	test -x $(BIN)/uv || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet uv==$(UV_VERSION); }
+	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.txt
+	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements-dev.in -o requirements-dev.txt
+
+clean: local-down ## stop the local environment and remove the virtual environment
+	rm -rf $(VENV)

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the local environment's binaries from Go modules (never from downloaded release binaries)
+# into a cache outside the repo, keyed by the pinned versions, so later runs reuse them.
+#
+# Usage: localenv/build.sh            build what is missing, print the bin directory
+# Env:   KAI_LOCALENV_CACHE           cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache_root="${KAI_LOCALENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kai-scale-pipeline}"
+log_dir="$cache_root/build-logs"
+mkdir -p "$log_dir"
+
+# Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files.
+KWOK_VERSION="v0.8.0"
+# The toolchain on the machine must build everything: never let go fetch another one.
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+
+fail() {
+  echo "localenv build: $*" >&2
+  exit 1
+}
+
+command -v go >/dev/null 2>&1 ||
+  fail "no Go toolchain on PATH: install Go >= 1.26 (kwok ${KWOK_VERSION} needs it) and retry"
+
+module_version() { # <wrapper dir> <module path>
+  (cd "$here/go/$1" && go list -m -f '{{.Version}}' "$2")
+}
+
+# A key that changes when a pin or the toolchain changes, so a stale binary is never reused.
+content_key() { # <files...>
+  { go version; cat "$@"; } | sha256sum | cut -c1-12
+}
+
+build_kubernetes() { # -> bin dir
+  local version key dir log
+  version="$(module_version kubernetes k8s.io/kubernetes)"
+  key="$(content_key "$here/go/kubernetes/go.mod" "$here/go/kubernetes/go.sum")"
+  dir="$cache_root/bin/kubernetes-$version-$key"
+  log="$log_dir/kubernetes-$version.log"
+  if [[ ! -x "$dir/kubectl" ]]; then
+    echo "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $version (log: $log)" >&2
+    local minor="${version#v1.}"
+    minor="${minor%%.*}"
+    # kwokctl picks each component's flags from its --version, so stamp the real release there.
+    local ldflags="" pkg
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+      ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+    done
+    mkdir -p "$dir.tmp"
+    (cd "$here/go/kubernetes" && go build -trimpath -tags selinux,notest -ldflags "-s -w $ldflags" \
+      -o "$dir.tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) >"$log" 2>&1 ||
+      { rm -rf "$dir.tmp"; fail "building kubernetes $version failed; see $log"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir"
+}
+
+build_etcd() {
+  local version key dir log
+  version="$(module_version etcd go.etcd.io/etcd/server/v3)"
+  key="$(content_key "$here/go/etcd/go.mod" "$here/go/etcd/go.sum")"
+  dir="$cache_root/bin/etcd-$version-$key"
+  log="$log_dir/etcd-$version.log"
+  if [[ ! -x "$dir/etcd" ]]; then
+    echo "building etcd $version (log: $log)" >&2
+    mkdir -p "$dir.tmp"
+    (cd "$here/go/etcd" && go build -trimpath -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3) \
+      >"$log" 2>&1 || { rm -rf "$dir.tmp"; fail "building etcd $version failed; see $log"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir"
+}
+
+build_kwok() {
+  local dir="$cache_root/bin/kwok-$KWOK_VERSION-$(go env GOVERSION)" log="$log_dir/kwok-$KWOK_VERSION.log"
+  if [[ ! -x "$dir/kwokctl" ]]; then
+    echo "building kwok, kwokctl $KWOK_VERSION (log: $log)" >&2
+    mkdir -p "$dir.tmp"
+    GOBIN="$dir.tmp" go install -trimpath -ldflags "-s -w" \
+      "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" >"$log" 2>&1 ||
+      { rm -rf "$dir.tmp"; fail "building kwok $KWOK_VERSION failed; see $log"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir"
+}
+
+# One directory of links, so the rest of the environment needs a single path.
+bin_dir="$cache_root/bin/current"
+kubernetes_dir="$(build_kubernetes)"
+etcd_dir="$(build_etcd)"
+kwok_dir="$(build_kwok)"
+mkdir -p "$bin_dir"
+for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$kwok_dir"/*; do
+  ln -sfn "$binary" "$bin_dir/$(basename "$binary")"
+done
+echo "$bin_dir"

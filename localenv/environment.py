@@ -1,0 +1,387 @@
+"""Bring the local environment up and down, and describe it.
+
+kwokctl (binary runtime, pointed at the locally built binaries) runs etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, kwok-controller and Prometheus. localenv itself runs the
+NodePool controller, the runner node's kubelet double and the S3 endpoint (moto server).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from localenv import processes, settings
+from localenv.processes import ComponentError
+from localenv.settings import Settings
+
+BINARIES = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "etcd",
+    "kwok",
+    "kwokctl",
+)
+KWOK_MODULE_VERSION = "v0.8.0"
+# The stages KAI's setup leaves in place: the fast ones, without pod-complete (pods run until deleted).
+STAGE_FILES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+MANIFESTS = Path(__file__).with_name("manifests")
+# Processes localenv runs itself, in start order.
+OWN_COMPONENTS = ("nodepool-controller", "runner-kubelet", "s3")
+UP_TIMEOUT_SECONDS = 120
+
+
+def _python() -> str:
+    return sys.executable
+
+
+class LocalEnvironment:
+    """The local environment described by ``settings``."""
+
+    def __init__(self, config: Settings) -> None:
+        self.config = config
+
+    # ---- reading the state -------------------------------------------------------------------------
+    def kubectl(self, *args: str, check: bool = True, input_text: str | None = None) -> str:
+        """Run the locally built kubectl against the local cluster and return its output."""
+        result = subprocess.run(
+            [str(self.config.bin_dir / "kubectl"), f"--kubeconfig={self.config.kubeconfig}", *args],
+            capture_output=True,
+            text=True,
+            input=input_text,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise ComponentError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def api_ready(self) -> bool:
+        """Whether the API server answers /readyz."""
+        if not self.config.kubeconfig.exists():
+            return False
+        try:
+            return self.kubectl("get", "--raw", "/readyz", check=False).strip() == "ok"
+        except OSError:
+            return False
+
+    def component_states(self) -> dict[str, bool]:
+        """Each component and whether it is running."""
+        states = {"kube-apiserver": self.api_ready()}
+        states["prometheus"] = processes.port_in_use(self.config.ports.prometheus)
+        for name in OWN_COMPONENTS:
+            states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
+        return states
+
+    def is_up(self) -> bool:
+        """Whether every component runs."""
+        return all(self.component_states().values())
+
+    # ---- up ------------------------------------------------------------------------------------------
+    def up(self, *, node_count: int) -> None:
+        """Start everything (a no-op when it all runs); on failure stop what was started."""
+        if node_count < 0:
+            raise ValueError(f"node count must be >= 0, got {node_count}")
+        self._check_binaries()
+        if self.is_up():
+            self._scale_node_pool(node_count)
+            print(f"local environment already running (state in {self.config.home})")
+            return
+        if self.config.home.exists():
+            print("found a partly running local environment; stopping it before starting again")
+            self.down()
+        self._check_ports()
+        try:
+            self._start(node_count=node_count)
+        except BaseException:
+            self.down()
+            raise
+
+    def _check_binaries(self) -> None:
+        missing = [name for name in BINARIES if not os.access(self.config.bin_dir / name, os.X_OK)]
+        if missing:
+            raise ComponentError(
+                f"missing binaries in {self.config.bin_dir}: {', '.join(missing)}; "
+                "build them with `make local-deps` (localenv/build.sh)"
+            )
+        if shutil.which("prometheus") is None:
+            raise ComponentError("prometheus is not on PATH; install it with localenv/install-system-deps.sh")
+
+    def _check_ports(self) -> None:
+        busy = [
+            f"{name} port {port}"
+            for name, port in self.config.ports.by_component().items()
+            if processes.port_in_use(port)
+        ]
+        if busy:
+            raise ComponentError(
+                f"ports already in use: {', '.join(busy)}; stop what listens there or choose other ports "
+                "with KAI_LOCALENV_<COMPONENT>_PORT (see localenv/settings.py)"
+            )
+
+    def _start(self, *, node_count: int) -> None:
+        started = time.monotonic()
+        config = self.config
+        for directory in (config.logs_dir, config.run_dir, config.kwok_workdir, config.runner_sandboxes):
+            directory.mkdir(parents=True, exist_ok=True)
+        self._create_cluster()
+        self.kubectl("apply", "-f", str(MANIFESTS / "nodepool-crd.yaml"))
+        self.kubectl("apply", "-f", "-", input_text=self._stages())
+        self.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd/nodepools.kwok.sigs.run-ai.com"
+        )
+        self._start_own_components()
+        self._create_bucket()
+        self._scale_node_pool(node_count)
+        print(f"local environment up in {time.monotonic() - started:.1f} s (state in {config.home})")
+
+    def _create_cluster(self) -> None:
+        config = self.config
+        kwokctl_config = config.home / "kwokctl.yaml"
+        kwokctl_config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+                    "kind": "KwokctlConfiguration",
+                    "options": {"bindAddress": "127.0.0.1", "kubectlBinary": str(config.bin_dir / "kubectl")},
+                }
+            )
+        )
+        binary = config.bin_dir
+        argv = [
+            str(binary / "kwokctl"),
+            "create",
+            "cluster",
+            f"--name={settings.CLUSTER_NAME}",
+            "--runtime=binary",
+            f"--config={kwokctl_config}",
+            f"--kube-apiserver-binary={binary / 'kube-apiserver'}",
+            f"--kube-controller-manager-binary={binary / 'kube-controller-manager'}",
+            f"--kube-scheduler-binary={binary / 'kube-scheduler'}",
+            f"--kwok-controller-binary={binary / 'kwok'}",
+            f"--etcd-binary={binary / 'etcd'}",
+            f"--prometheus-binary={shutil.which('prometheus')}",
+            f"--kube-apiserver-port={config.ports.kube_apiserver}",
+            f"--controller-port={config.ports.kwok_controller}",
+            f"--prometheus-port={config.ports.prometheus}",
+            "--enable-crds=Stage",
+            # kwok simulates only the NodePool's nodes; the runner node is served by our kubelet double.
+            "--extra-args=kwok-controller=manage-all-nodes=false",
+            "--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            f"--kubeconfig={config.kubeconfig}",
+            "--wait=90s",
+        ]
+        log_path = config.logs_dir / "kwokctl.log"
+        env = {
+            **os.environ,
+            "KWOK_WORKDIR": str(config.kwok_workdir),
+            "PATH": f"{binary}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+        with log_path.open("ab") as log:
+            result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
+        if result.returncode != 0:
+            raise ComponentError(
+                f"kwokctl could not create the cluster (exit {result.returncode}); see {log_path} "
+                f"and the component logs under {self.cluster_logs_dir()}"
+            )
+
+    def cluster_logs_dir(self) -> Path:
+        """Where kwokctl keeps the logs of the components it runs."""
+        return self.config.kwok_workdir / "clusters" / settings.CLUSTER_NAME / "logs"
+
+    def _stages(self) -> str:
+        module = _kwok_module_dir()
+        documents = []
+        for relative in STAGE_FILES:
+            path = module / "kustomize" / "stage" / relative
+            if not path.exists():
+                raise ComponentError(f"kwok stage {path} not found; rebuild with `make local-deps`")
+            documents.append(path.read_text())
+        return "\n---\n".join(documents)
+
+    def _start_own_components(self) -> None:
+        config = self.config
+        kubeconfig = str(config.kubeconfig)
+        commands = {
+            "nodepool-controller": [
+                _python(),
+                "-m",
+                "localenv.nodepool_controller",
+                f"--kubeconfig={kubeconfig}",
+            ],
+            "runner-kubelet": [
+                _python(),
+                "-m",
+                "localenv.runner_kubelet",
+                f"--kubeconfig={kubeconfig}",
+                f"--node-name={settings.RUNNER_NODE_NAME}",
+                f"--port={config.ports.runner_kubelet}",
+                f"--sandbox-root={config.runner_sandboxes}",
+                f"--kubelet-version={self._server_version()}",
+            ],
+            "s3": [
+                str(Path(_python()).parent / "moto_server"),
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(config.ports.s3),
+            ],
+        }
+        for name in OWN_COMPONENTS:
+            processes.start(name=name, argv=commands[name], log_dir=config.logs_dir, run_dir=config.run_dir)
+        for name, ready, what in (
+            ("runner-kubelet", self._runner_node_ready, "registered its Ready node"),
+            ("s3", lambda: processes.port_in_use(config.ports.s3), "listening"),
+            (
+                "nodepool-controller",
+                lambda: "watching" in self._log("nodepool-controller"),
+                "watching NodePools",
+            ),
+        ):
+            processes.wait_until(
+                ready,
+                timeout=60,
+                component=name,
+                log_path=config.logs_dir / f"{name}.log",
+                what=what,
+                alive=lambda name=name: processes.running_pid(name=name, run_dir=config.run_dir) is not None,  # type: ignore[misc]
+            )
+
+    def _log(self, name: str) -> str:
+        path = self.config.logs_dir / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def _server_version(self) -> str:
+        version: dict[str, Any] = json.loads(self.kubectl("version", "-o", "json"))
+        return str(version["serverVersion"]["gitVersion"])
+
+    def _runner_node_ready(self) -> bool:
+        output = self.kubectl(
+            "get",
+            "node",
+            settings.RUNNER_NODE_NAME,
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+            check=False,
+        )
+        return output.strip() == "True"
+
+    def _create_bucket(self) -> None:
+        import boto3  # noqa: PLC0415 - only `up` needs it; keeps `env` and `status` light
+
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=self.config.s3_endpoint_url,
+            aws_access_key_id=settings.S3_ACCESS_KEY,
+            aws_secret_access_key=settings.S3_SECRET_KEY,
+            region_name=settings.S3_REGION,
+        )
+        s3.create_bucket(Bucket=settings.DEFAULT_BUCKET)
+
+    def _scale_node_pool(self, node_count: int) -> None:
+        pool = yaml.safe_load((MANIFESTS / "nodepool.yaml").read_text())
+        pool["spec"]["nodeCount"] = node_count
+        self.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(pool))
+
+    # ---- down ----------------------------------------------------------------------------------------
+    def down(self) -> None:
+        """Stop everything and remove the state directory; leaves no process, port or file behind."""
+        config = self.config
+        for name in reversed(OWN_COMPONENTS):
+            processes.stop(name=name, run_dir=config.run_dir)
+        kwokctl = config.bin_dir / "kwokctl"
+        if config.kwok_workdir.exists() and kwokctl.exists():
+            env = {**os.environ, "KWOK_WORKDIR": str(config.kwok_workdir)}
+            subprocess.run(
+                [str(kwokctl), "delete", "cluster", f"--name={settings.CLUSTER_NAME}"],
+                env=env,
+                capture_output=True,
+                check=False,
+            )
+        # Anything still running from the state directory (a crashed start, a runner pod's process).
+        for pid in _processes_mentioning(str(config.home)):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(config.home, ignore_errors=True)
+        busy = [
+            f"{name} ({port})"
+            for name, port in config.ports.by_component().items()
+            if processes.port_in_use(port)
+        ]
+        if busy:
+            raise ComponentError(f"after stopping, these ports are still in use: {', '.join(busy)}")
+
+    # ---- env -----------------------------------------------------------------------------------------
+    def exports(self) -> dict[str, str]:
+        """The variables that point a shell, the tests and Airflow at this environment."""
+        config = self.config
+        aws_connection = {
+            "conn_type": "aws",
+            "login": settings.S3_ACCESS_KEY,
+            "password": settings.S3_SECRET_KEY,
+            "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
+        }
+        kubernetes_connection = {
+            "conn_type": "kubernetes",
+            "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
+        }
+        prometheus_connection = {
+            "conn_type": "http",
+            "host": "127.0.0.1",
+            "port": config.ports.prometheus,
+            "schema": "http",
+        }
+        return {
+            "KUBECONFIG": str(config.kubeconfig),
+            "AWS_ENDPOINT_URL_S3": config.s3_endpoint_url,
+            "AWS_ACCESS_KEY_ID": settings.S3_ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": settings.S3_SECRET_KEY,
+            "AWS_DEFAULT_REGION": settings.S3_REGION,
+            "KAI_SCALE_RESULTS_BUCKET": settings.DEFAULT_BUCKET,
+            "PROMETHEUS_URL": config.prometheus_url,
+            "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(kubernetes_connection),
+            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection),
+            "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
+        }
+
+
+def _kwok_module_dir() -> Path:
+    """The kwok module in Go's module cache (downloaded when build.sh installed kwok)."""
+    result = subprocess.run(
+        ["go", "env", "GOMODCACHE"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GOTOOLCHAIN": "local"},
+    )
+    if result.returncode != 0:
+        raise ComponentError(f"cannot find Go's module cache (go env GOMODCACHE): {result.stderr.strip()}")
+    return Path(result.stdout.strip()) / f"sigs.k8s.io/kwok@{KWOK_MODULE_VERSION}"
+
+
+def _processes_mentioning(path: str) -> Iterator[int]:
+    """Processes whose command line names ``path`` or whose working directory is under it."""
+    own = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        with suppress(OSError):
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if path in command or os.readlink(entry / "cwd").startswith(path):
+                yield int(entry.name)

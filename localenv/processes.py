@@ -1,0 +1,124 @@
+"""Background processes that localenv starts itself: start with a log and a pid file, stop, wait for."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+
+class ComponentError(RuntimeError):
+    """A component of the local environment failed to start or stop; the message names it and its log."""
+
+
+def _start_time(pid: int) -> str | None:
+    """The process' start time in clock ticks, to tell it from a later process that reuses its pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22; the command name (field 2) may hold spaces, so split after its closing parenthesis.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def start(
+    *,
+    name: str,
+    argv: Sequence[str],
+    log_dir: Path,
+    run_dir: Path,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Start ``argv`` in its own session, output to ``<log_dir>/<name>.log``; return its pid."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("ab") as log:
+        try:
+            process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise ComponentError(f"{name}: cannot start {argv[0]}: {error}") from error
+    (run_dir / f"{name}.pid").write_text(f"{process.pid} {_start_time(process.pid)}\n")
+    return process.pid
+
+
+def running_pid(*, name: str, run_dir: Path) -> int | None:
+    """The pid of the process started as ``name`` if it is still running, else None."""
+    try:
+        pid_text, start_time = (run_dir / f"{name}.pid").read_text().split()
+    except (OSError, ValueError):
+        return None
+    pid = int(pid_text)
+    if _start_time(pid) != start_time or _is_zombie(pid):
+        return None
+    return pid
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def stop(*, name: str, run_dir: Path, grace_seconds: float = 10.0) -> None:
+    """Stop the process group started as ``name`` (TERM, then KILL after the grace period)."""
+    pid = running_pid(name=name, run_dir=run_dir)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        if not _wait(lambda: running_pid(name=name, run_dir=run_dir) is None, grace_seconds):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            _wait(lambda: running_pid(name=name, run_dir=run_dir) is None, grace_seconds)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    (run_dir / f"{name}.pid").unlink(missing_ok=True)
+
+
+def _wait(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something already listens on the loopback ``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    *,
+    timeout: float,
+    component: str,
+    log_path: Path,
+    what: str,
+    alive: Callable[[], bool] | None = None,
+) -> None:
+    """Poll ``condition`` until it holds; raise a ComponentError naming the component and its log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if alive is not None and not alive():
+            raise ComponentError(f"{component} exited before {what}; see its log: {log_path}")
+        time.sleep(0.2)
+    raise ComponentError(f"{component}: not {what} after {timeout:.0f} s; see its log: {log_path}")

@@ -1,0 +1,121 @@
+"""Where the local environment keeps its state and which loopback ports it uses."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CLUSTER_NAME = "kai-scale"
+# The runner node is served by our kubelet double, never by KWOK.
+RUNNER_NODE_NAME = "kai-runner"
+# The image whose pods the runner node really runs; see localenv/runner_images.yaml.
+S3_ACCESS_KEY = "local-access-key"
+S3_SECRET_KEY = "local-secret-key"
+S3_REGION = "us-east-1"
+DEFAULT_BUCKET = "kai-scale-results"
+
+
+def _port(name: str, default: int) -> int:
+    raw = os.environ.get(f"KAI_LOCALENV_{name}_PORT", str(default))
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ValueError(f"KAI_LOCALENV_{name}_PORT must be a TCP port number (1-65535), got {raw!r}")
+    return int(raw)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ports:
+    """Loopback ports of the local environment's servers."""
+
+    kube_apiserver: int
+    """kube-apiserver (HTTPS)."""
+    kwok_controller: int
+    """kwok's kubelet API and /metrics."""
+    prometheus: int
+    """Prometheus web API."""
+    s3: int
+    """The S3 endpoint (moto server, HTTP)."""
+    runner_kubelet: int
+    """The runner node's kubelet API (HTTPS), served by localenv.runner_kubelet."""
+
+    @classmethod
+    def from_environment(cls) -> Ports:
+        """Read the ports, each overridable by ``KAI_LOCALENV_<NAME>_PORT``."""
+        return cls(
+            kube_apiserver=_port("KUBE_APISERVER", 36443),
+            kwok_controller=_port("KWOK_CONTROLLER", 30247),
+            prometheus=_port("PROMETHEUS", 39090),
+            s3=_port("S3", 39000),
+            runner_kubelet=_port("RUNNER_KUBELET", 30250),
+        )
+
+    def by_component(self) -> dict[str, int]:
+        """Each port keyed by the component that listens on it, for error messages."""
+        return {
+            "kube-apiserver": self.kube_apiserver,
+            "kwok-controller": self.kwok_controller,
+            "prometheus": self.prometheus,
+            "s3 (moto)": self.s3,
+            "runner-kubelet": self.runner_kubelet,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Paths and ports of one local environment."""
+
+    home: Path
+    """State directory: kubeconfig, logs, pid files, kwokctl's workdir. Removed by ``down``."""
+    bin_dir: Path
+    """Directory of the binaries built by localenv/build.sh."""
+    ports: Ports
+    """Loopback ports."""
+
+    @classmethod
+    def from_environment(cls) -> Settings:
+        """Read the settings from ``KAI_LOCALENV_HOME``, ``KAI_LOCALENV_CACHE`` and the port variables."""
+        state_root = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state"))
+        cache_root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        home = Path(os.environ.get("KAI_LOCALENV_HOME", state_root / "kai-scale-pipeline"))
+        cache = Path(os.environ.get("KAI_LOCALENV_CACHE", cache_root / "kai-scale-pipeline"))
+        return cls(home=home, bin_dir=cache / "bin" / "current", ports=Ports.from_environment())
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig of the local cluster (admin credentials)."""
+        return self.home / "kubeconfig"
+
+    @property
+    def logs_dir(self) -> Path:
+        """One log file per process that localenv starts itself."""
+        return self.home / "logs"
+
+    @property
+    def run_dir(self) -> Path:
+        """Pid files of the processes that localenv starts itself."""
+        return self.home / "run"
+
+    @property
+    def kwok_workdir(self) -> Path:
+        """Kwokctl's working directory (its clusters, their logs and pki)."""
+        return self.home / "kwok"
+
+    @property
+    def runner_sandboxes(self) -> Path:
+        """Working directories of the runner pods' local processes."""
+        return self.home / "runner-pods"
+
+    @property
+    def kube_apiserver_url(self) -> str:
+        """The API server's URL."""
+        return f"https://127.0.0.1:{self.ports.kube_apiserver}"
+
+    @property
+    def prometheus_url(self) -> str:
+        """Prometheus' URL."""
+        return f"http://127.0.0.1:{self.ports.prometheus}"
+
+    @property
+    def s3_endpoint_url(self) -> str:
+        """The S3 endpoint's URL."""
+        return f"http://127.0.0.1:{self.ports.s3}"

@@ -1,0 +1,1 @@
+"""The KAI scale-test pipeline: scenarios, runner, results, and the Airflow glue that runs them."""

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+
+from localenv.settings import Ports, Settings
+
+
+def test_ports_are_overridable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_LOCALENV_S3_PORT", "41000")
+    assert Ports.from_environment().s3 == 41000
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "70000", "-1"])
+def test_bad_port_names_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("KAI_LOCALENV_PROMETHEUS_PORT", value)
+    with pytest.raises(ValueError, match=r"KAI_LOCALENV_PROMETHEUS_PORT must be a TCP port number"):
+        Ports.from_environment()
+
+
+def test_state_lives_under_the_home(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("KAI_LOCALENV_HOME", "/tmp/kai-home")
+    config = Settings.from_environment()
+    assert str(config.kubeconfig) == "/tmp/kai-home/kubeconfig"
+    assert config.s3_endpoint_url == f"http://127.0.0.1:{config.ports.s3}"
