@@ -25,8 +25,11 @@ fail() {
 command -v go >/dev/null 2>&1 ||
   fail "no Go toolchain on PATH: install Go >= 1.26 (kwok ${KWOK_VERSION} needs it) and retry"
 
-module_version() { # <wrapper dir> <module path>
-  (cd "$here/go/$1" && go list -m -f '{{.Version}}' "$2")
+module_version() { # <wrapper dir> <module path>: read from go.mod, so no module is loaded for it
+  local version
+  version="$(awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit}' "$here/go/$1/go.mod")"
+  [[ -n "$version" ]] || fail "$here/go/$1/go.mod does not require $2"
+  echo "$version"
 }
 
 # A key that changes when a pin or the toolchain changes, so a stale binary is never reused.

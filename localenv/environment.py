@@ -100,7 +100,7 @@ class LocalEnvironment:
             raise ValueError(f"node count must be >= 0, got {node_count}")
         self._check_binaries()
         if self.is_up():
-            self._scale_node_pool(node_count)
+            self.scale_node_pool(node_count)
             print(f"local environment already running (state in {self.config.home})")
             return
         if self.config.home.exists():
@@ -148,7 +148,7 @@ class LocalEnvironment:
         )
         self._start_own_components()
         self._create_bucket()
-        self._scale_node_pool(node_count)
+        self.scale_node_pool(node_count)
         print(f"local environment up in {time.monotonic() - started:.1f} s (state in {config.home})")
 
     def _create_cluster(self) -> None:
@@ -294,7 +294,8 @@ class LocalEnvironment:
         )
         s3.create_bucket(Bucket=settings.DEFAULT_BUCKET)
 
-    def _scale_node_pool(self, node_count: int) -> None:
+    def scale_node_pool(self, node_count: int) -> None:
+        """Apply managed-nodepool with ``node_count`` nodes."""
         pool = yaml.safe_load((MANIFESTS / "nodepool.yaml").read_text())
         pool["spec"]["nodeCount"] = node_count
         self.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(pool))
@@ -315,16 +316,20 @@ class LocalEnvironment:
                 check=False,
             )
         # Anything still running from the state directory (a crashed start, a runner pod's process).
-        for pid in _processes_mentioning(str(config.home)):
+        for pid in processes_under(str(config.home)):
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(config.home, ignore_errors=True)
-        busy = [
-            f"{name} ({port})"
-            for name, port in config.ports.by_component().items()
-            if processes.port_in_use(port)
-        ]
-        if busy:
+
+        def busy_ports() -> list[str]:
+            ports = config.ports.by_component().items()
+            return [f"{name} ({port})" for name, port in ports if processes.port_in_use(port)]
+
+        # A killed process releases its sockets a moment after the signal.
+        deadline = time.monotonic() + 15
+        while busy_ports() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if busy := busy_ports():
             raise ComponentError(f"after stopping, these ports are still in use: {', '.join(busy)}")
 
     # ---- env -----------------------------------------------------------------------------------------
@@ -375,7 +380,7 @@ def _kwok_module_dir() -> Path:
     return Path(result.stdout.strip()) / f"sigs.k8s.io/kwok@{KWOK_MODULE_VERSION}"
 
 
-def _processes_mentioning(path: str) -> Iterator[int]:
+def processes_under(path: str) -> Iterator[int]:
     """Processes whose command line names ``path`` or whose working directory is under it."""
     own = os.getpid()
     for entry in Path("/proc").iterdir():

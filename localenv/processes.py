@@ -11,6 +11,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+# Children started by this Python process, kept so they are reaped (waited for) when stopped here.
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
 
 class ComponentError(RuntimeError):
     """A component of the local environment failed to start or stop; the message names it and its log."""
@@ -51,6 +54,7 @@ def start(
         except OSError as error:
             raise ComponentError(f"{name}: cannot start {argv[0]}: {error}") from error
     (run_dir / f"{name}.pid").write_text(f"{process.pid} {_start_time(process.pid)}\n")
+    _children[process.pid] = process
     return process.pid
 
 
@@ -83,8 +87,9 @@ def stop(*, name: str, run_dir: Path, grace_seconds: float = 10.0) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             _wait(lambda: running_pid(name=name, run_dir=run_dir) is None, grace_seconds)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+        child = _children.pop(pid, None)
+        if child is not None:
+            child.wait()
     (run_dir / f"{name}.pid").unlink(missing_ok=True)
 
 

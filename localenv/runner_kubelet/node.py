@@ -56,10 +56,8 @@ def node_status(*, name: str, kubelet_port: int, kubelet_version: str, now: date
         "status": {
             "capacity": resources,
             "allocatable": resources,
-            "addresses": [
-                {"type": "InternalIP", "address": "127.0.0.1"},
-                {"type": "Hostname", "address": name},
-            ],
+            # Only the loopback IP: a Hostname address would make the API server look up "kai-runner".
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
             "nodeInfo": {
                 "kubeletVersion": kubelet_version,

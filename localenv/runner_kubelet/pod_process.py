@@ -21,8 +21,6 @@ from localenv.runner_kubelet.logs import ContainerLog
 
 log = logging.getLogger(__name__)
 
-# Sends a status body to the API server for this pod.
-StatusWriter = Callable[[dict[str, Any]], None]
 # Issues the pod's service-account credentials; returns the variables that point the process at them.
 CredentialsIssuer = Callable[[dict[str, Any], Path], Mapping[str, str]]
 
@@ -124,12 +122,25 @@ class PodProcess:
             )
             return
         self.sandbox.mkdir(parents=True, exist_ok=True)
+        try:
+            credentials = self.context.issue_credentials(self.pod, self.sandbox)
+        except Exception as error:  # the API's reason is what the pod's status should show
+            self._write(
+                status.waiting(
+                    container=self.container_name,
+                    image=image,
+                    reason="CreateContainerConfigError",
+                    message=f"cannot issue the service account token: {error}",
+                    now=now,
+                )
+            )
+            return
         base_env = {
             "PATH": self.context.executable_path,
             "HOME": str(self.sandbox),
             "HOSTNAME": self.pod["metadata"]["name"],
             "LANG": "C.UTF-8",
-            **self.context.issue_credentials(self.pod, self.sandbox),
+            **credentials,
         }
         try:
             self._process = subprocess.Popen(

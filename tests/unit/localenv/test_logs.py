@@ -21,7 +21,9 @@ def test_timestamps_round_trip_at_microsecond_precision() -> None:
     assert rfc3339_nano(moment) == "2026-11-22T03:04:05.123456000Z"
     assert parse_timestamp(rfc3339_nano(moment)) == moment
     assert parse_timestamp("2026-11-22T03:04:05Z") == moment.replace(microsecond=0)
-    assert parse_timestamp("2026-11-22T05:04:05.5+02:00") == datetime(2026, 11, 22, 3, 4, 5, 500000, tzinfo=UTC)
+    assert parse_timestamp("2026-11-22T05:04:05.5+02:00") == datetime(
+        2026, 11, 22, 3, 4, 5, 500000, tzinfo=UTC
+    )
 
 
 def test_log_keeps_streams_and_reads_from_an_offset(tmp_path: Path) -> None:
@@ -59,7 +61,9 @@ def test_render_filters_by_time_and_prefixes_timestamps() -> None:
 
 
 def test_query_string_as_the_api_server_forwards_it() -> None:
-    query = parse_query("follow=true&timestamps=true&tailLines=10&sinceTime=2026-01-01T00%3A00%3A00Z&limitBytes=5")
+    query = parse_query(
+        "follow=true&timestamps=true&tailLines=10&sinceTime=2026-01-01T00%3A00%3A00Z&limitBytes=5"
+    )
     assert query == LogQuery(
         follow=True, timestamps=True, tail_lines=10, since=datetime(2026, 1, 1, tzinfo=UTC), limit_bytes=5
     )

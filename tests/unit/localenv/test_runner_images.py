@@ -40,7 +40,9 @@ def test_args_alone_follow_the_entrypoint() -> None:
 
 
 def test_unknown_image_is_not_runnable_and_says_which_are() -> None:
-    with pytest.raises(ImageNotRunnable, match=r"'busybox:1' has no local stand-in.*ghcr.io/kai-scale-pipeline/runner"):
+    with pytest.raises(
+        ImageNotRunnable, match=r"'busybox:1' has no local stand-in.*ghcr.io/kai-scale-pipeline/runner"
+    ):
         local_argv(image="busybox:1", command=["true"], args=None, mapping=[RUNNER])
 
 

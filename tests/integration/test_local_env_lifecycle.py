@@ -1,0 +1,85 @@
+"""Starting and stopping a second local environment beside the session's one: failures and clean-up."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from localenv.environment import LocalEnvironment, processes_under
+from localenv.processes import ComponentError, port_in_use
+from localenv.settings import Ports, Settings
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def _second_environment(local_env: LocalEnvironment, home: Path) -> LocalEnvironment:
+    apiserver, kwok, prometheus, s3, kubelet = _free_ports(5)
+    ports = Ports(
+        kube_apiserver=apiserver, kwok_controller=kwok, prometheus=prometheus, s3=s3, runner_kubelet=kubelet
+    )
+    return LocalEnvironment(Settings(home=home, bin_dir=local_env.config.bin_dir, ports=ports))
+
+
+def test_port_in_use_names_the_component_and_starts_nothing(
+    local_env: LocalEnvironment, tmp_path: Path
+) -> None:
+    second = _second_environment(local_env, tmp_path / "second")
+    clashing = dataclasses.replace(second.config.ports, prometheus=local_env.config.ports.prometheus)
+    second = LocalEnvironment(dataclasses.replace(second.config, ports=clashing))
+    with pytest.raises(ComponentError, match=rf"prometheus port {clashing.prometheus}"):
+        second.up(node_count=0)
+    assert not (tmp_path / "second").exists()
+
+
+def test_component_that_does_not_come_up_is_named_and_nothing_is_left(
+    local_env: LocalEnvironment, tmp_path: Path
+) -> None:
+    broken_bin = tmp_path / "bin"
+    broken_bin.mkdir()
+    for binary in local_env.config.bin_dir.iterdir():
+        (broken_bin / binary.name).symlink_to(binary.resolve())
+    (broken_bin / "etcd").unlink()
+    (broken_bin / "etcd").write_text("#!/bin/sh\necho 'etcd: simulated start failure' >&2\nexit 1\n")
+    (broken_bin / "etcd").chmod(0o755)
+    second = _second_environment(local_env, tmp_path / "broken")
+    second = LocalEnvironment(dataclasses.replace(second.config, bin_dir=broken_bin))
+    with pytest.raises(ComponentError, match=r"kwokctl could not create the cluster.*kwokctl\.log"):
+        second.up(node_count=0)
+    assert not (tmp_path / "broken").exists()
+    assert not list(processes_under(str(tmp_path / "broken")))
+    assert not any(port_in_use(port) for port in second.config.ports.by_component().values())
+
+
+def test_down_leaves_no_process_port_or_directory(local_env: LocalEnvironment, tmp_path: Path) -> None:
+    home = tmp_path / "full"
+    second = _second_environment(local_env, home)
+    try:
+        second.up(node_count=2)
+        assert second.is_up()
+        pids = list(processes_under(str(home)))
+        assert pids, "the second environment should run processes from its state directory"
+    finally:
+        second.down()
+    assert not home.exists()
+    assert not list(processes_under(str(home)))
+    assert not any(os.path.exists(f"/proc/{pid}") and _not_zombie(pid) for pid in pids)
+    assert not any(port_in_use(port) for port in second.config.ports.by_component().values())
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
