@@ -1,0 +1,1 @@
+"""Scenarios: what one runner pod runs, as declared in ``include/scenarios/*.yaml``."""
