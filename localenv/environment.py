@@ -43,6 +43,8 @@ STAGE_FILES = (
     "pod/fast/pod-delete.yaml",
 )
 MANIFESTS = Path(__file__).with_name("manifests")
+# The same NodePool the pipeline sizes for each run.
+NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
 # Processes localenv runs itself, in start order.
 OWN_COMPONENTS = ("nodepool-controller", "runner-kubelet", "s3")
 UP_TIMEOUT_SECONDS = 120
@@ -296,7 +298,7 @@ class LocalEnvironment:
 
     def scale_node_pool(self, node_count: int) -> None:
         """Apply managed-nodepool with ``node_count`` nodes."""
-        pool = yaml.safe_load((MANIFESTS / "nodepool.yaml").read_text())
+        pool = yaml.safe_load(NODEPOOL_MANIFEST.read_text())
         pool["spec"]["nodeCount"] = node_count
         self.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(pool))
 

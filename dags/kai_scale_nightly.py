@@ -1,0 +1,27 @@
+"""
+# KAI scheduler nightly scale tests
+
+Prepares the target cluster (KWOK and its stages, kwok-operator's NodePool sized to `node_count`, the
+fake GPU operator, Prometheus stack and Pyroscope, ServiceMonitors, KAI tuned for scale), runs each
+scenario of `include/scenarios/` in its own runner pod, one at a time, writes the run's summary, and
+tears the environment down, also after failures.
+
+**Trigger** with `node_count` (1-10000), the `scenarios` to run, the KAI ref and the runner image tag.
+**Retry one scenario** from the Airflow UI: clear its `run_*` task; its setup re-runs, then the summary
+and the teardown.
+See README.md.
+"""
+
+from __future__ import annotations
+
+from kai_scale.dag_factory import build_nightly_dag
+from kai_scale.scenarios.loading import load_scenarios
+from kai_scale.settings import PipelineSettings
+
+settings = PipelineSettings.from_environment()
+dag = build_nightly_dag(
+    dag_id="kai_scale_nightly",
+    scenarios=load_scenarios(settings.include_dir / "scenarios"),
+    doc_md=__doc__ or "",
+    settings=settings,
+)

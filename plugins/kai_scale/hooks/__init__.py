@@ -1,0 +1,1 @@
+"""Hooks: the only modules that talk to the cluster, the bucket or helm."""

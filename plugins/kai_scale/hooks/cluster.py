@@ -1,0 +1,157 @@
+"""Kubernetes I/O of the setup, teardown and checks, on the Airflow connection's client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Any
+
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from urllib3.exceptions import HTTPError
+
+FIELD_MANAGER = "kai-scale-pipeline"
+
+
+class ClusterUnreachable(RuntimeError):
+    """The cluster did not answer; the message names the connection and what to check."""
+
+
+class ClusterHook:
+    """Reads and changes objects in the target cluster. The client is built on first use.
+
+    :param conn_id: Airflow connection of the cluster (kubernetes type).
+    """
+
+    def __init__(self, *, conn_id: str) -> None:
+        self.conn_id = conn_id
+
+    @cached_property
+    def api_client(self) -> client.ApiClient:
+        """The connection's API client."""
+        return KubernetesHook(conn_id=self.conn_id).get_conn()
+
+    @cached_property
+    def dynamic(self) -> DynamicClient:
+        """A client for any kind, discovered from the API server."""
+        return DynamicClient(self.api_client)
+
+    def server_version(self) -> str:
+        """The API server's version; raises ClusterUnreachable when it does not answer."""
+        try:
+            info = client.VersionApi(self.api_client).get_code(_request_timeout=15)
+        except (HTTPError, OSError, ApiException) as error:
+            host = self.api_client.configuration.host
+            raise ClusterUnreachable(
+                f"cannot reach the cluster of connection '{self.conn_id}' at {host}: {error}. "
+                "Check that the cluster runs and that the connection's kubeconfig points at it."
+            ) from error
+        return str(info.git_version)
+
+    def crd_exists(self, name: str) -> bool:
+        """Whether the CustomResourceDefinition ``name`` is installed."""
+        try:
+            client.ApiextensionsV1Api(self.api_client).read_custom_resource_definition(name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def get(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The object as a dict, or None when it (or its kind) does not exist."""
+        try:
+            found = self._resource(api_version, kind).get(name=name, namespace=namespace)
+        except (NotFoundError, ResourceNotFoundError):
+            return None
+        return dict(found.to_dict())
+
+    def apply(self, documents: Iterable[dict[str, Any]]) -> list[str]:
+        """Server-side apply each object (creating or updating it); returns ``kind/name`` of each."""
+        applied = []
+        for document in documents:
+            resource = self._resource(document["apiVersion"], document["kind"])
+            metadata = document["metadata"]
+            resource.server_side_apply(
+                body=document,
+                name=metadata["name"],
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+            )
+            applied.append(f"{document['kind']}/{metadata['name']}")
+        return applied
+
+    def merge_patch(
+        self, *, api_version: str, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None
+    ) -> None:
+        """JSON merge patch of one object."""
+        self._resource(api_version, kind).patch(
+            body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
+        )
+
+    def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete one object; False when it did not exist."""
+        try:
+            self._resource(api_version, kind).delete(name=name, namespace=namespace)
+        except (NotFoundError, ResourceNotFoundError):
+            return False
+        return True
+
+    def delete_labelled(self, *, api_version: str, kind: str, selector: str) -> int:
+        """Delete every object of a kind, in all namespaces, that matches the label selector."""
+        try:
+            resource = self._resource(api_version, kind)
+        except ResourceNotFoundError:
+            return 0
+        items = resource.get(label_selector=selector).items
+        for item in items:
+            try:
+                resource.delete(name=item.metadata.name, namespace=item.metadata.namespace)
+            except NotFoundError:
+                continue
+        return len(items)
+
+    def names(self, *, api_version: str, kind: str) -> list[str]:
+        """Names of all objects of a cluster-scoped kind (empty when the kind is not served)."""
+        try:
+            return sorted(item.metadata.name for item in self._resource(api_version, kind).get().items)
+        except ResourceNotFoundError:
+            return []
+
+    def count_labelled(self, *, api_version: str, kind: str, selector: str) -> int:
+        """How many objects of a kind match the selector, in all namespaces."""
+        try:
+            return len(self._resource(api_version, kind).get(label_selector=selector).items)
+        except ResourceNotFoundError:
+            return 0
+
+    def node_readiness(self, *, selector: str, resource: str) -> tuple[int, int]:
+        """(nodes matching the selector, of which Ready with ``resource`` allocatable)."""
+        response = client.CoreV1Api(self.api_client).list_node(
+            label_selector=selector, _preload_content=False
+        )
+        nodes = json.loads(response.data)["items"]
+        ready = 0
+        for node in nodes:
+            status = node.get("status") or {}
+            is_ready = any(
+                c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []
+            )
+            has_resource = str((status.get("allocatable") or {}).get(resource, "0")) not in ("0", "")
+            ready += is_ready and has_resource
+        return len(nodes), ready
+
+    def deployments(self, namespace: str) -> list[str]:
+        """Names of the deployments in ``namespace`` (empty when it does not exist)."""
+        names = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items
+        return sorted(d.metadata.name for d in names)

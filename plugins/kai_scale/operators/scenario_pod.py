@@ -1,0 +1,100 @@
+"""The operator that runs one scenario in its own runner pod."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+from airflow.sdk.exceptions import AirflowSkipException
+from kubernetes.client import models as k8s
+
+from kai_scale import labels
+from kai_scale.hooks.results_store import ResultsStore
+from kai_scale.output_keys import scenario_outputs
+from kai_scale.run_id import pipeline_run_id
+from kai_scale.scenarios.model import Scenario
+from kai_scale.settings import PipelineSettings
+
+RUNNER_SERVICE_ACCOUNT = "kai-scale-runner"
+OUTPUTS_XCOM_KEY = "outputs"
+# Upload URLs outlive the pod's deadline by this much (the runner uploads after the suite ends).
+URL_GRACE_SECONDS = 3600
+
+
+def scenario_task_id(scenario: str) -> str:
+    """``run_<scenario>`` with underscores: the task id of a scenario."""
+    return f"run_{scenario.replace('-', '_')}"
+
+
+class ScenarioPodOperator(KubernetesPodOperator):
+    """Run one scenario in a runner pod; the runner uploads its outputs to presigned URLs made here.
+
+    The pod gets the scenario, ``NODE_COUNT`` and one upload URL per output and try, so it needs no S3
+    credentials, and a retry writes beside (never over) the failed try's outputs. The keys of this
+    try's outputs are pushed to XCom (key ``outputs``) before the pod starts.
+
+    :param scenario: the scenario to run.
+    :param settings: deployment settings (connections, bucket, namespace).
+    """
+
+    def __init__(self, *, scenario: Scenario, settings: PipelineSettings, **kwargs: Any) -> None:
+        resources = scenario.resources
+        super().__init__(
+            task_id=scenario_task_id(scenario.name),
+            name=f"runner-{scenario.name}",
+            namespace=settings.namespace,
+            kubernetes_conn_id=settings.kubernetes_conn_id,
+            image="{{ params.runner_image }}:{{ params.runner_tag }}",
+            cmds=["kai-scale-runner"],
+            arguments=["run"],
+            env_vars={
+                "NODE_COUNT": "{{ params.node_count }}",
+                "KAI_SCALE_SCENARIO": scenario.model_dump_json(),
+                "KAI_REF": "{{ params.kai_ref }}",
+            },
+            service_account_name=RUNNER_SERVICE_ACCOUNT,
+            container_resources=k8s.V1ResourceRequirements(
+                requests=resources.requests, limits=resources.limits
+            ),
+            labels=labels.object_labels(run_id="pending", scenario=scenario.name, role="runner"),
+            active_deadline_seconds=int(scenario.timeout.total_seconds()),
+            termination_message_policy="FallbackToLogsOnError",
+            # A restarted worker reattaches to the running pod instead of starting a second runner.
+            durable=True,
+            on_finish_action="delete_pod",
+            get_logs=True,
+            startup_timeout_seconds=300,
+            doc_md=f"**{scenario.name}** ({scenario.kind}): {scenario.description}",
+            **kwargs,
+        )
+        self.scenario = scenario
+        self.settings = settings
+
+    def execute(self, context: Any) -> Any:
+        """Skip when not selected; otherwise make the upload URLs, record the keys and run the pod."""
+        params = context["params"]
+        if self.scenario.name not in params["scenarios"]:
+            raise AirflowSkipException(f"scenario {self.scenario.name} is not selected for this run")
+        dag_run = context["dag_run"]
+        run_id = pipeline_run_id(airflow_run_id=dag_run.run_id, run_after=dag_run.run_after)
+        try_number = context["ti"].try_number
+        keys = scenario_outputs(run_id=run_id, scenario=self.scenario.name, try_number=try_number).by_name()
+        store = ResultsStore(aws_conn_id=self.settings.aws_conn_id, bucket=self.settings.results_bucket)
+        expires = int(self.scenario.timeout.total_seconds()) + URL_GRACE_SECONDS
+        urls = {name: store.presign_put(key=key, expires_seconds=expires) for name, key in keys.items()}
+        self.env_vars = [
+            *self.env_vars,
+            k8s.V1EnvVar(name="KAI_SCALE_RUN_ID", value=run_id),
+            k8s.V1EnvVar(name="KAI_SCALE_OUTPUT_URLS", value=json.dumps(urls)),
+            k8s.V1EnvVar(
+                name="POD_NAMESPACE",
+                value_from=k8s.V1EnvVarSource(
+                    field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.namespace")
+                ),
+            ),
+        ]
+        self.labels = {**self.labels, labels.RUN_ID: labels.label_value(run_id)}
+        context["ti"].xcom_push(key=OUTPUTS_XCOM_KEY, value={"try_number": try_number, "keys": keys})
+        self.log.info("scenario %s, try %s: outputs go to %s", self.scenario.name, try_number, keys)
+        return super().execute(context)

@@ -1,0 +1,43 @@
+"""Deployment settings of the pipeline, read from the worker's environment when a task runs.
+
+Nothing here is read when a DAG file is parsed, so parsing never depends on a deployment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineSettings:
+    """Where the pipeline runs and where its results go."""
+
+    kubernetes_conn_id: str
+    """Airflow connection of the target cluster."""
+    aws_conn_id: str
+    """Airflow connection of the results bucket (may carry an ``endpoint_url``)."""
+    results_bucket: str
+    """Bucket of the run outputs and the published results."""
+    results_prefix: str
+    """Prefix of the published results (``Public/``)."""
+    namespace: str
+    """Namespace of the runner pods and the workload pods."""
+    include_dir: Path
+    """The ``include/`` directory: scenarios and manifests."""
+
+    @classmethod
+    def from_environment(cls) -> PipelineSettings:
+        """Read ``KAI_SCALE_*`` variables, with defaults for the local environment."""
+        prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
+        return cls(
+            kubernetes_conn_id=os.environ.get("KAI_SCALE_KUBERNETES_CONN_ID", "kubernetes_default"),
+            aws_conn_id=os.environ.get("KAI_SCALE_AWS_CONN_ID", "aws_default"),
+            results_bucket=os.environ.get("KAI_SCALE_RESULTS_BUCKET", "kai-scale-results"),
+            results_prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
+            namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
+            include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", INCLUDE_DIR)),
+        )
