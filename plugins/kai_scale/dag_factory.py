@@ -31,6 +31,11 @@ DEFAULT_SCHEDULE = "@daily"
 SETUP_RETRIES = 2
 TAGS = ["kai-scheduler", "scale-test", "kwok"]
 SETUP_GROUP = "setup"
+SUMMARY_XCOM_KEY = "summary"
+
+
+class RunFailedError(RuntimeError):
+    """At least one scenario failed; raised after the run's summary is written."""
 
 
 def _log(lines: Sequence[str]) -> list[str]:
@@ -67,7 +72,10 @@ def build_nightly_dag(
         params={name: Param(**spec) for name, spec in schema.items()},
         tags=TAGS,
         doc_md=doc_md,
-        default_args={"retries": SETUP_RETRIES, "retry_delay": timedelta(seconds=30)},
+        default_args={
+            "retries": SETUP_RETRIES,
+            "retry_delay": timedelta(seconds=settings.retry_delay_seconds),
+        },
     ) as dag:
         with TaskGroup(SETUP_GROUP, tooltip="prepare the cluster; idempotent, re-run by a retried scenario"):
             setups = _setup_tasks(cluster=cluster, settings=settings, names=names)
@@ -156,7 +164,8 @@ def _setup_tasks(*, cluster: ClusterHook, settings: PipelineSettings, names: Seq
 
 
 def _summary_task(*, settings: PipelineSettings, names: Sequence[str]) -> XComArg:
-    @task(trigger_rule="all_done", retries=SETUP_RETRIES)
+    # No retries: a failed scenario fails it on purpose; S3 errors are retried by the client.
+    @task(trigger_rule="all_done", retries=0)
     def summarize_run(**context: Any) -> dict[str, Any]:
         """Each selected scenario's outcome, from its latest try, written to runs/<run-id>/summary.json."""
         ti = context["ti"]
@@ -178,6 +187,14 @@ def _summary_task(*, settings: PipelineSettings, names: Sequence[str]) -> XComAr
         run_id = _run_id(context)
         summary = run_summary(run_id=run_id, params=params, entries=entries)
         store.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
+        ti.xcom_push(key=SUMMARY_XCOM_KEY, value=summary)
+        failed = [e for e in entries if e.status == "failure"]
+        if failed:
+            # Written first, then failed: the run shows as failed, and its summary is complete.
+            details = "; ".join(f"{e.scenario}: {e.reason}" for e in failed)
+            raise RunFailedError(
+                f"{len(failed)} scenario(s) failed (summary: {run_summary_key(run_id)}): {details}"
+            )
         return summary
 
     return summarize_run()

@@ -28,6 +28,8 @@ class PipelineSettings:
     """Namespace of the runner pods and the workload pods."""
     include_dir: Path
     """The ``include/`` directory: scenarios and manifests."""
+    retry_delay_seconds: int
+    """Delay before a setup or teardown task is retried."""
 
     @classmethod
     def from_environment(cls) -> PipelineSettings:
@@ -40,4 +42,5 @@ class PipelineSettings:
             results_prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
             include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", INCLUDE_DIR)),
+            retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
         )

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
+from tests.integration.airflow_env import migrate_airflow_db
+from tests.waiting import wait_for
 
 TEST_LABEL = "kai-scale.dev/test"
 
@@ -51,3 +55,62 @@ def namespace(core: client.CoreV1Api) -> Iterator[str]:
     core.create_namespace({"metadata": {"name": name, "labels": {TEST_LABEL: "true"}}})
     yield name
     core.delete_namespace(name, grace_period_seconds=0)
+
+
+@pytest.fixture(scope="session")
+def airflow_on_local_env(local_env: LocalEnvironment) -> Iterator[dict[str, str]]:
+    """Airflow's connections pointed at the local environment, and a migrated metadata database."""
+    exports = local_env.exports()
+    saved = {name: os.environ.get(name) for name in exports}
+    os.environ.update(exports)
+    migrate_airflow_db()
+    yield exports
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture
+def fake_kai(local_env: LocalEnvironment) -> Iterator[None]:
+    """KAI's Queue CRD alone, so the runner counts KAI as installed (the stand-in suite needs no more)."""
+    local_env.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(FAKE_KAI_QUEUE_CRD))
+    wait_for(
+        lambda: (
+            local_env.kubectl(
+                "get",
+                "crd",
+                "queues.scheduling.run.ai",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type=='Established')].status}",
+            )
+            == "True"
+        ),
+        timeout=30,
+        what="KAI's Queue CRD to be established",
+    )
+    yield
+    local_env.kubectl("delete", "crd", "queues.scheduling.run.ai", "--wait=true")
+
+
+FAKE_KAI_QUEUE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "queues.scheduling.run.ai"},
+    "spec": {
+        "group": "scheduling.run.ai",
+        "scope": "Cluster",
+        "names": {"kind": "Queue", "plural": "queues", "singular": "queue", "listKind": "QueueList"},
+        "versions": [
+            {
+                "name": "v2",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}

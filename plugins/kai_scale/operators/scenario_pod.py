@@ -49,6 +49,7 @@ class ScenarioPodOperator(KubernetesPodOperator):
             cmds=["kai-scale-runner"],
             arguments=["run"],
             env_vars={
+                **scenario.env,
                 "NODE_COUNT": "{{ params.node_count }}",
                 "KAI_SCALE_SCENARIO": scenario.model_dump_json(),
                 "KAI_REF": "{{ params.kai_ref }}",

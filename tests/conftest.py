@@ -1,0 +1,27 @@
+"""Test session settings: Airflow runs from a throw-away home, on this repository's DAGs and plugins."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Set before anything imports Airflow: it reads its configuration once, at import.
+_AIRFLOW_HOME = tempfile.mkdtemp(prefix="kai-scale-airflow-")
+os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
+os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_airflow_home() -> Iterator[None]:
+    yield
+    shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)

@@ -1,0 +1,146 @@
+"""The DAG as Airflow loads it: import, policy, task graph for the shipped scenarios, params."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+from airflow.sdk import DAG
+from airflow.sdk.definitions.param import ParamsDict
+from airflow.sdk.exceptions import ParamValidationError
+
+from kai_scale.operators.scenario_pod import ScenarioPodOperator
+from kai_scale.scenarios.loading import load_scenarios
+from tests.conftest import REPO
+
+SCENARIOS = load_scenarios(REPO / "include" / "scenarios")
+
+
+@pytest.fixture(scope="module")
+def dagbag() -> DagBag:
+    return DagBag(dag_folder=str(REPO / "dags"))
+
+
+@pytest.fixture(scope="module")
+def dag(dagbag: DagBag) -> Any:
+    return dagbag.dags["kai_scale_nightly"]
+
+
+def test_dags_import_without_errors(dagbag: DagBag) -> None:
+    assert dagbag.import_errors == {}
+    assert list(dagbag.dags) == ["kai_scale_nightly"]
+
+
+def test_policy(dag: DAG) -> None:
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1
+    assert dag.max_active_tasks == 1, "scenarios share one cluster: one task at a time"
+    assert set(dag.tags) >= {"kai-scheduler", "scale-test"}
+    assert (dag.doc_md or "").lstrip().startswith("# KAI scheduler nightly scale tests")
+    assert str(dag.schedule) == "@daily"
+    for task in dag.tasks:
+        assert task.retries is not None, task.task_id
+
+
+def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
+    setups = [t for t in dag.tasks if t.is_setup]
+    assert [t.task_id for t in setups] == [
+        "setup.check_cluster",
+        "setup.install_kwok",
+        "setup.prepare_runner_access",
+        "setup.size_node_pool",
+        "setup.install_fake_gpu_operator",
+        "setup.install_monitoring",
+        "setup.install_service_monitors",
+        "setup.tune_kai",
+        "setup.wait_for_nodes",
+    ]
+    scenario_tasks = [t for t in dag.tasks if isinstance(t, ScenarioPodOperator)]
+    assert sorted(t.scenario.name for t in scenario_tasks) == sorted(s.name for s in SCENARIOS)
+    for task in scenario_tasks:
+        assert task.upstream_task_ids == {"setup.wait_for_nodes"}, (
+            "siblings: a failure blocks no other scenario"
+        )
+        assert task.downstream_task_ids == {"summarize_run"}
+        assert task.retries == 0
+    summary = dag.get_task("summarize_run")
+    assert summary.trigger_rule == "all_done"
+    teardown = dag.get_task("tear_down_environment")
+    assert teardown.is_teardown
+    assert set(teardown.upstream_task_ids) >= {t.task_id for t in setups} | {"summarize_run"}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_runner_pod_of_each_scenario(dag: DAG, scenario: Any) -> None:
+    task = dag.get_task(f"run_{scenario.name.replace('-', '_')}")
+    assert isinstance(task, ScenarioPodOperator)
+    assert task.image == "{{ params.runner_image }}:{{ params.runner_tag }}"
+    assert task.cmds == ["kai-scale-runner"]
+    assert task.arguments == ["run"]
+    assert task.service_account_name == "kai-scale-runner"
+    assert task.active_deadline_seconds == int(scenario.timeout.total_seconds())
+    assert task.termination_message_policy == "FallbackToLogsOnError"
+    assert task.durable is True
+    env = task.env_vars  # a dict until rendered
+    assert isinstance(env, dict)
+    assert env["NODE_COUNT"] == "{{ params.node_count }}"
+    assert type(scenario).model_validate_json(env["KAI_SCALE_SCENARIO"]) == scenario
+    assert task.labels["kai-scale.dev/scenario"] == scenario.name
+    assert task.container_resources is not None
+    assert task.container_resources.requests == scenario.resources.requests
+
+
+def _validated(dag: DAG, **values: Any) -> dict[str, Any]:
+    params: ParamsDict = copy.deepcopy(dag.params)  # as a trigger does: conf over the DAG's Params
+    for key, value in values.items():
+        params[key] = value
+    return dict(params.validate())
+
+
+def test_defaults_are_valid_and_select_every_enabled_scenario(dag: DAG) -> None:
+    values = _validated(dag)
+    assert values["node_count"] == 500
+    assert sorted(values["scenarios"]) == sorted(s.name for s in SCENARIOS if s.enabled)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("node_count", 0),
+        ("node_count", 10_001),
+        ("node_count", "many"),
+        ("scenarios", []),
+        ("scenarios", ["no-such-scenario"]),
+        ("runner_tag", "bad tag"),
+    ],
+)
+def test_bad_params_are_refused_naming_the_field(dag: DAG, field: str, value: Any) -> None:
+    with pytest.raises(ParamValidationError, match=field):
+        _validated(dag, **{field: value})
+
+
+def test_malformed_scenario_file_is_an_import_error_naming_file_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    include = tmp_path / "include"
+    (include / "scenarios").mkdir(parents=True)
+    (include / "scenarios" / "reclaim.yaml").write_text(
+        textwrap.dedent(
+            """\
+            name: reclaim
+            description: d
+            run: {kind: ginkgo, focus: Reclaim}
+            timeout: ninety
+            """
+        )
+    )
+    monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(include))
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert not bag.dags
+    (error,) = bag.import_errors.values()
+    assert f"scenario file {include}/scenarios/reclaim.yaml: 'timeout'" in error
+    assert "must be a duration like 90m" in error

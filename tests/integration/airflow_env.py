@@ -1,0 +1,75 @@
+"""Pointing Airflow at the local environment, and building test variants of the nightly DAG."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kai_scale.dag_factory import build_nightly_dag
+from kai_scale.scenarios.loading import load_scenarios
+from kai_scale.settings import PipelineSettings
+from tests.conftest import REPO
+
+STANDIN_SUITE = REPO / "tests" / "standin" / "kai_suite_standin.py"
+DAG_ID = "kai_scale_nightly"  # dag.test() needs a DAG of this id in the DAGs folder
+
+
+def migrate_airflow_db() -> None:
+    """Create Airflow's metadata database (SQLite under AIRFLOW_HOME)."""
+    subprocess.run(
+        [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+
+
+def include_dir_with(tmp_path: Path, scenarios: dict[str, dict[str, Any]]) -> Path:
+    """An include/ directory with the shipped manifests and the given scenarios."""
+    include = tmp_path / "include"
+    shutil.copytree(REPO / "include" / "manifests", include / "manifests")
+    (include / "scenarios").mkdir()
+    for name, body in scenarios.items():
+        (include / "scenarios" / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **body}))
+    return include
+
+
+def standin_scenario(mode: str, *, timeout: str = "5m", **env: str) -> dict[str, Any]:
+    """A ginkgo scenario run by the stand-in suite (tests/standin/kai_suite_standin.py)."""
+    return {
+        "description": f"stand-in suite, mode {mode}",
+        "run": {"kind": "ginkgo", "focus": "Big cluster Sanity Fill Cluster"},
+        "timeout": timeout,
+        "env": {"KAI_SCALE_SUITE_BINARY": str(STANDIN_SUITE), "STANDIN_MODE": mode, **env},
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Gi"}},
+    }
+
+
+def workload_scenario(pods_per_node: int = 1) -> dict[str, Any]:
+    """A small GPU workload scenario."""
+    return {
+        "description": "small GPU workload",
+        "run": {"kind": "workload", "pods_per_node": pods_per_node},
+        "timeout": "5m",
+        "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Gi"}},
+    }
+
+
+def nightly_dag(include: Path) -> Any:
+    """The nightly DAG built on ``include`` (its scenarios), as the DAG file builds it."""
+    # Short retry delays: the unreachable-cluster case retries its setup and teardown.
+    settings = dataclasses.replace(
+        PipelineSettings.from_environment(), include_dir=include, retry_delay_seconds=1
+    )
+    return build_nightly_dag(
+        dag_id=DAG_ID,
+        scenarios=load_scenarios(include / "scenarios"),
+        doc_md="test variant",
+        settings=settings,
+    )

@@ -1,0 +1,196 @@
+"""The nightly DAG run with dag.test() on the local environment: setup -> scenarios -> summary -> teardown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from kubernetes import client
+
+from kai_scale.output_keys import run_summary_key
+from localenv import settings as localenv_settings
+from localenv.environment import LocalEnvironment
+from tests.integration.airflow_env import (
+    include_dir_with,
+    nightly_dag,
+    standin_scenario,
+    workload_scenario,
+)
+
+pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
+
+
+def _s3() -> Any:
+    return boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+
+
+def _summary(dag_run: Any) -> dict[str, Any]:
+    ti = dag_run.get_task_instance("summarize_run")
+    run_id = ti.xcom_pull(task_ids="summarize_run", key="summary")["run_id"]
+    body = _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=run_summary_key(run_id))["Body"]
+    return dict(json.loads(body.read()))
+
+
+def _states(dag_run: Any) -> dict[str, str | None]:
+    return {ti.task_id: ti.state for ti in dag_run.get_task_instances()}
+
+
+def _node_pool_size(local_env: LocalEnvironment) -> int:
+    return int(local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "jsonpath={.spec.nodeCount}"))
+
+
+def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.CoreV1Api) -> None:
+    """The DAG file as shipped, node_count 100.
+
+    KAI is not installed here, so the KAI suite's scenarios end as skipped with that reason, and the
+    GPU workload runs for real against kube-scheduler.
+    """
+    import kai_scale_nightly  # noqa: PLC0415 - imported after the fixtures point Airflow at the local environment
+
+    size_before = _node_pool_size(local_env)
+    dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": 100})
+    states = _states(dag_run)
+    assert dag_run.state == "success", states
+    assert states["tear_down_environment"] == "success"
+    summary = _summary(dag_run)
+    by_name = {entry["scenario"]: entry for entry in summary["scenarios"]}
+    workload = by_name.pop("gpu-pod-throughput")
+    assert workload["status"] == "success"
+    (measurement,) = workload["outcome"]["tests"]
+    assert measurement["test_name"] == "GPU pod scheduling throughput"
+    assert measurement["details"]["pods"] == measurement["details"]["scheduled pods"] == 400
+    assert measurement["details"]["throughput average (pods/s)"] > 0
+    for name, entry in by_name.items():
+        assert (entry["status"], entry["reason"]) == (
+            "skipped",
+            "KAI not installed: CRD queues.scheduling.run.ai not found",
+        ), name
+    assert summary["node_count"] == 100
+    # Teardown put the cluster back: the NodePool's size, no pods of the run.
+    assert _node_pool_size(local_env) == size_before
+    leftovers = core.list_pod_for_all_namespaces(
+        label_selector=f"kai-scale.dev/run-id={summary['run_id']}"
+    ).items
+    assert leftovers == []
+
+
+@pytest.mark.usefixtures("fake_kai")
+def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
+    """The runner's full ginkgo path with the stand-in suite.
+
+    A pass, a failure and a truncated report each get their own outcome; the failure fails the run
+    but stops no other scenario, and teardown still runs.
+    """
+    include = include_dir_with(
+        tmp_path,
+        {
+            "standin-pass": standin_scenario("pass"),
+            "standin-fail": standin_scenario("fail"),
+            "standin-truncated": standin_scenario("truncate"),
+        },
+    )
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 20})
+    states = _states(dag_run)
+    assert dag_run.state == "failed"
+    assert states["summarize_run"] == "failed", (
+        "a failed scenario fails the run, after its summary is written"
+    )
+    assert states["run_standin_fail"] == "failed"
+    assert states["run_standin_pass"] == "success"
+    assert states["run_standin_truncated"] == "failed"
+    assert states["tear_down_environment"] == "success"
+    by_name = {entry["scenario"]: entry for entry in _summary(dag_run)["scenarios"]}
+
+    passed = by_name["standin-pass"]
+    assert passed["status"] == "success"
+    assert passed["outcome"]["tests"] == [
+        {
+            "test_name": "Fill Cluster with single GPU Jobs",
+            "status": "success",
+            "details": {"nodes": 20, "jobs": 160, "time": "6m36.737854402s"},
+        }
+    ]
+    report = (
+        _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=passed["report_key"])["Body"].read()
+    )
+    assert json.loads(report)[0]["SuiteSucceeded"] is True
+
+    failed = by_name["standin-fail"]
+    assert failed["status"] == "failure"
+    assert "expected all 4000 pods to be scheduled" in failed["reason"]
+    assert failed["outcome"]["tests"][0]["status"] == "failure"
+
+    truncated = by_name["standin-truncated"]
+    assert truncated["status"] == "failure"
+    assert "Ginkgo JSON report is unreadable (truncated?)" in truncated["reason"]
+
+
+def test_runner_image_that_cannot_start(tmp_path: Path) -> None:
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(
+        run_conf={"node_count": 10, "runner_image": "example.invalid/not-a-runner"}
+    )
+    states = _states(dag_run)
+    assert states["run_small_workload"] == "failed"
+    assert states["tear_down_environment"] == "success"
+    (entry,) = _summary(dag_run)["scenarios"]
+    assert entry["status"] == "failure"
+    assert "produced no result" in entry["reason"]
+
+
+@pytest.mark.usefixtures("fake_kai")
+def test_scenario_past_its_timeout_is_stopped_and_the_others_run(tmp_path: Path) -> None:
+    include = include_dir_with(
+        tmp_path,
+        {"standin-hangs": standin_scenario("hang", timeout="5s"), "small-workload": workload_scenario()},
+    )
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
+    states = _states(dag_run)
+    assert states["run_standin_hangs"] == "failed"
+    assert states["run_small_workload"] == "success"
+    assert states["tear_down_environment"] == "success"
+    by_name = {entry["scenario"]: entry for entry in _summary(dag_run)["scenarios"]}
+    assert by_name["standin-hangs"]["status"] == "failure"
+
+
+def test_unreachable_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "gone",
+                "clusters": [
+                    {
+                        "name": "gone",
+                        "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True},
+                    }
+                ],
+                "users": [{"name": "gone", "user": {"token": "x"}}],
+                "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}],
+            }
+        )
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT",
+        json.dumps(
+            {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig), "in_cluster": False}}
+        ),
+    )
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
+    states = _states(dag_run)
+    assert states["setup.check_cluster"] == "failed"
+    assert states["run_small_workload"] == "upstream_failed"
+    assert states["tear_down_environment"] is not None, "teardown runs after a failed setup too"
+    output = capfd.readouterr()
+    assert (
+        "cannot reach the cluster of connection 'kubernetes_default' at https://127.0.0.1:9"
+        in output.out + output.err
+    )
