@@ -38,6 +38,12 @@ class RunFailedError(RuntimeError):
     """At least one scenario failed; raised after the run's summary is written."""
 
 
+def _schedule(explicit: str | None) -> str | None:
+    """The given schedule, else ``KAI_SCALE_SCHEDULE`` (a cron or preset; ``none`` for manual runs only)."""
+    value = explicit or os.environ.get("KAI_SCALE_SCHEDULE", DEFAULT_SCHEDULE)
+    return None if value.strip().lower() == "none" else value
+
+
 def _log(lines: Sequence[str]) -> list[str]:
     for line in lines:
         print(line)
@@ -64,7 +70,7 @@ def build_nightly_dag(
 
     with DAG(
         dag_id=dag_id,
-        schedule=schedule or os.environ.get("KAI_SCALE_SCHEDULE", DEFAULT_SCHEDULE),
+        schedule=_schedule(schedule),
         start_date=datetime(2026, 1, 1),
         catchup=False,
         max_active_runs=1,

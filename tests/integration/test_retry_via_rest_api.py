@@ -1,0 +1,208 @@
+"""Retrying one failed scenario through Airflow's REST API.
+
+A real api-server, scheduler and dag-processor run the nightly DAG on the local environment. A
+``flaky`` scenario (the stand-in suite in mode fail-once) fails on its first try while ``steady``
+succeeds; clearing ``run_flaky`` re-runs it, its setup, the summary and teardown, and not ``steady``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from localenv import settings as localenv_settings
+from localenv.environment import LocalEnvironment
+from tests.integration.airflow_env import DAG_ID, include_dir_with, standin_scenario, workload_scenario
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class AirflowServices:
+    """api-server, scheduler and dag-processor on a fresh metadata database, stopped on ``stop``."""
+
+    def __init__(self, *, home: Path, env: dict[str, str]) -> None:
+        self.home = home
+        self.env = env
+        self.port = int(env["AIRFLOW__API__PORT"])
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        subprocess.run([AIRFLOW, "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=300)
+        for component in (["api-server", "--port", str(self.port)], ["scheduler"], ["dag-processor"]):
+            with (self.home / f"{component[0]}.log").open("wb") as log:
+                self.processes.append(
+                    subprocess.Popen(
+                        [AIRFLOW, *component],
+                        env=self.env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.home.glob("*.log")
+        )
+
+
+@pytest.fixture(scope="module")
+def airflow_api(
+    local_env: LocalEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """A REST client of a running Airflow whose nightly DAG has scenarios ``flaky`` and ``steady``."""
+    home = tmp_path_factory.mktemp("airflow-services")
+    marker = home / "flaky-has-failed-once"
+    include = include_dir_with(
+        home,
+        {
+            "flaky": standin_scenario("fail-once", STANDIN_MARKER=str(marker)),
+            "steady": workload_scenario(),
+        },
+    )
+    port = _free_port()
+    env = {
+        **os.environ,
+        **local_env.exports(),
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "KAI_SCALE_INCLUDE_DIR": str(include),
+        "KAI_SCALE_RETRY_DELAY_SECONDS": "1",
+        "KAI_SCALE_SCHEDULE": "none",  # only the runs the test triggers
+    }
+    services = AirflowServices(home=home, env=env)
+    services.start()
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v2", timeout=30) as api:
+
+            def dag_parsed() -> bool:
+                try:
+                    return api.get(f"/dags/{DAG_ID}").status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            try:
+                wait_for(
+                    dag_parsed, timeout=240, what="the api-server to serve the parsed nightly DAG", interval=2
+                )
+            except AssertionError as error:
+                raise AssertionError(f"{error}\n{services.logs()}") from error
+            yield api
+    finally:
+        services.stop()
+
+
+def _trigger(api: httpx.Client, conf: dict[str, Any]) -> httpx.Response:
+    return api.post(f"/dags/{DAG_ID}/dagRuns", json={"logical_date": None, "conf": conf})
+
+
+def _run_state(api: httpx.Client, run_id: str) -> str:
+    return str(api.get(f"/dags/{DAG_ID}/dagRuns/{run_id}").json()["state"])
+
+
+def _task_instances(api: httpx.Client, run_id: str) -> dict[str, dict[str, Any]]:
+    listing = api.get(f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances", params={"limit": 100}).json()
+    return {ti["task_id"]: ti for ti in listing["task_instances"]}
+
+
+@pytest.mark.parametrize(
+    ("conf", "field"),
+    [({"node_count": 0}, "node_count"), ({"node_count": 10, "scenarios": ["no-such-scenario"]}, "scenarios")],
+)
+def test_bad_params_are_refused_at_trigger(
+    airflow_api: httpx.Client, conf: dict[str, Any], field: str
+) -> None:
+    response = _trigger(airflow_api, conf)
+    assert response.status_code == 400, response.text
+    assert field in response.text
+
+
+def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) -> None:
+    response = _trigger(airflow_api, {"node_count": 10})
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    finished = {"success", "failed"}
+    wait_for(
+        lambda: _run_state(airflow_api, run_id) in finished, timeout=600, what="the first run", interval=3
+    )
+    first = _task_instances(airflow_api, run_id)
+    assert _run_state(airflow_api, run_id) == "failed", [
+        (k, v["state"]) for k, v in first.items() if k.startswith("run")
+    ]
+    assert (first["run_flaky"]["state"], first["run_steady"]["state"]) == ("failed", "success")
+
+    cleared = airflow_api.post(
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        json={
+            "dag_run_id": run_id,
+            "task_ids": ["run_flaky"],
+            "include_downstream": True,
+            "only_failed": False,
+            "reset_dag_runs": True,
+            "dry_run": False,
+        },
+    )
+    assert cleared.status_code == 200, cleared.text
+    cleared_ids = {ti["task_id"] for ti in cleared.json()["task_instances"]}
+    assert "run_steady" not in cleared_ids
+    assert {"run_flaky", "summarize_run", "tear_down_environment", "setup.check_cluster"} <= cleared_ids
+
+    def rerun_finished() -> bool:
+        tis = _task_instances(airflow_api, run_id)
+        return tis["run_flaky"]["try_number"] == 2 and _run_state(airflow_api, run_id) in finished
+
+    wait_for(rerun_finished, timeout=600, what="the cleared scenario's second try", interval=3)
+    assert _run_state(airflow_api, run_id) == "success"
+    second = _task_instances(airflow_api, run_id)
+    assert (second["run_flaky"]["state"], second["run_flaky"]["try_number"]) == ("success", 2)
+    assert (second["run_steady"]["state"], second["run_steady"]["try_number"]) == ("success", 1)
+    assert second["setup.wait_for_nodes"]["try_number"] == 2, "the setup re-ran before the retry"
+    assert second["tear_down_environment"]["state"] == "success"
+
+    summary_ti = airflow_api.get(
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/summarize_run/xcomEntries/summary",
+        params={"deserialize": True},
+    ).json()["value"]
+    summary = summary_ti if isinstance(summary_ti, dict) else json.loads(summary_ti)
+    by_name = {entry["scenario"]: entry for entry in summary["scenarios"]}
+    assert (by_name["flaky"]["status"], by_name["flaky"]["try_number"]) == ("success", 2)
+    assert (by_name["steady"]["status"], by_name["steady"]["try_number"]) == ("success", 1)
+    stored = boto3.client("s3").get_object(
+        Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{summary['run_id']}/summary.json"
+    )
+    assert json.loads(stored["Body"].read())["status"] == "success"
