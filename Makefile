@@ -7,7 +7,9 @@ UV_VERSION := 0.13.9
 # Where local-up writes its state (kubeconfig, logs, pids); outside the repo, one per user.
 export KAI_LOCALENV_HOME ?= $(HOME)/.local/state/kai-scale-pipeline
 
-.PHONY: help venv test lint typecheck unit local-up local-down local-env local-status bench lock clean
+NODE_COUNT ?= 500
+
+.PHONY: help venv test lint typecheck local-deps local-up local-down local-env local-status demo bench lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -21,9 +23,10 @@ $(BIN)/.installed: requirements-dev.txt requirements.txt
 
 venv: $(BIN)/.installed ## create the virtual environment from the lock files
 
-lint: venv ## ruff (lint + format check)
+lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose file checks
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/hadolint docker/*/Dockerfile
 
 typecheck: venv ## mypy strict on the package and the local environment
 	$(BIN)/mypy
@@ -37,6 +40,9 @@ local-deps: venv ## build (once, cached) the control-plane binaries and install 
 
 local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
 	$(BIN)/python -m localenv up
+
+demo: local-up ## run the nightly DAG once on the local environment (NODE_COUNT=500) and print the results
+	$(BIN)/python -m localenv.demo --node-count $(NODE_COUNT)
 
 local-down: venv ## stop everything local-up started
 	$(BIN)/python -m localenv down

@@ -183,6 +183,8 @@ class LocalEnvironment:
             f"--controller-port={config.ports.kwok_controller}",
             f"--prometheus-port={config.ports.prometheus}",
             "--enable-crds=Stage",
+            # Scale tests measure the scheduler, not client-side rate limiters (default QPS 50).
+            "--disable-qps-limits",
             # kwok simulates only the NodePool's nodes; the runner node is served by our kubelet double.
             "--extra-args=kwok-controller=manage-all-nodes=false",
             "--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",

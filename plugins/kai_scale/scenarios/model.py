@@ -82,6 +82,8 @@ class Scenario(_Strict):
     @field_validator("timeout", mode="before")
     @classmethod
     def _timeout_is_a_duration(cls, value: object) -> timedelta:
+        if isinstance(value, timedelta):  # built in code rather than read from a file
+            return value
         if not isinstance(value, str):
             raise ValueError(f"must be a duration like 90m, got {value!r}")
         parsed = parse_duration(value)

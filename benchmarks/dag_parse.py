@@ -1,0 +1,86 @@
+"""DAG parse cost: the nightly DAG file against a bare ``airflow.sdk`` DAG, as scenarios grow.
+
+Usage: ``.venv/bin/python benchmarks/dag_parse.py [--repeat 7]``. Each measurement is a fresh Python
+process that imports ``airflow.sdk`` first (both files need it) and then times executing the DAG file,
+which is what the dag-processor pays per parse. Prints a Markdown table (medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BARE_DAG = """
+from datetime import datetime
+from airflow.sdk import DAG, task
+
+with DAG(dag_id="bare", schedule="@daily", start_date=datetime(2026, 1, 1), catchup=False) as dag:
+    @task
+    def hello() -> None:
+        print("hello")
+    hello()
+"""
+TIMER = """
+import runpy, sys, time
+sys.path[:0] = [{plugins!r}, {dags!r}]
+import airflow.sdk  # paid by any DAG file
+started = time.perf_counter()
+runpy.run_path({path!r})
+print(time.perf_counter() - started)
+"""
+
+
+def parse_seconds(path: Path, *, env: dict[str, str]) -> float:
+    code = TIMER.format(plugins=str(REPO / "plugins"), dags=str(REPO / "dags"), path=str(path))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def include_with(count: int, root: Path) -> Path:
+    """An include/ directory with ``count`` scenarios (copies of the shipped ones, renamed)."""
+    include = root / f"include-{count}"
+    shutil.copytree(REPO / "include" / "manifests", include / "manifests")
+    (include / "scenarios").mkdir()
+    shipped = sorted((REPO / "include" / "scenarios").glob("*.yaml"))
+    for index in range(count):
+        document = yaml.safe_load(shipped[index % len(shipped)].read_text())
+        document["name"] = f"{document['name'][:30]}-{index}"
+        (include / "scenarios" / f"{document['name']}.yaml").write_text(yaml.safe_dump(document))
+    return include
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=7)
+    options = parser.parse_args()
+    base_env = {**os.environ, "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        bare = root / "bare_dag.py"
+        bare.write_text(BARE_DAG)
+        base_env["AIRFLOW_HOME"] = str(root / "airflow")
+        bare_time = statistics.median(parse_seconds(bare, env=base_env) for _ in range(options.repeat))
+        print(f"| DAG file (median of {options.repeat} fresh processes) | parse | over the bare DAG |")
+        print("|---|---|---|")
+        print(f"| bare airflow.sdk DAG, 1 task | {bare_time:.3f} s | - |")
+        for count in (6, 30, 100):
+            env = {**base_env, "KAI_SCALE_INCLUDE_DIR": str(include_with(count, root))}
+            seconds = statistics.median(
+                parse_seconds(REPO / "dags" / "kai_scale_nightly.py", env=env) for _ in range(options.repeat)
+            )
+            print(
+                f"| kai_scale_nightly, {count} scenarios | {seconds:.3f} s | +{seconds - bare_time:.3f} s |"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""docker-compose.yaml and the Dockerfiles, checked as files: Docker cannot run here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from kai_scale.params import DEFAULT_RUNNER_IMAGE
+from localenv.runner_images import load_mapping
+from tests.conftest import REPO
+
+AIRFLOW_SERVICES = {
+    "airflow-apiserver": "api-server",
+    "airflow-scheduler": "scheduler",
+    "airflow-dag-processor": "dag-processor",
+    "airflow-triggerer": "triggerer",
+    "airflow-worker": "celery worker",
+}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.yaml").read_text())
+    return document
+
+
+def test_services_in_the_shape_of_airflows_compose(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == {*AIRFLOW_SERVICES, "airflow-init", "postgres", "redis"}
+    for name, command in AIRFLOW_SERVICES.items():
+        service = services[name]
+        assert service["command"] == command, name
+        assert "healthcheck" in service, name
+        assert service["depends_on"]["airflow-init"] == {"condition": "service_completed_successfully"}, name
+
+
+def test_every_dependency_exists(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for name, service in services.items():
+        assert set(service.get("depends_on") or {}) <= set(services), name
+
+
+def test_airflow_runs_this_repository(compose: dict[str, Any]) -> None:
+    for name in [*AIRFLOW_SERVICES, "airflow-init"]:
+        service = compose["services"][name]
+        assert service["build"]["dockerfile"] == "docker/airflow/Dockerfile"
+        mounts = {volume.split(":")[1] for volume in service["volumes"]}
+        assert {"/opt/airflow/dags", "/opt/airflow/plugins", "/opt/airflow/include"} <= mounts, name
+        for volume in service["volumes"]:
+            source = volume.split(":")[0]
+            assert source.startswith("./"), volume
+        env = service["environment"]
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+        assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
+        assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://")
+        assert env["KAI_SCALE_INCLUDE_DIR"] == "/opt/airflow/include"
+    for directory in ("dags", "plugins", "include"):
+        assert (REPO / directory).is_dir()
+
+
+def test_dockerfiles_exist_and_the_runner_image_is_the_one_the_local_node_runs() -> None:
+    assert (REPO / "docker" / "airflow" / "Dockerfile").exists()
+    runner = (REPO / "docker" / "runner" / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["kai-scale-runner"]' in runner
+    assert "go test -c" in runner
+    mapped = {image.repository: image.entrypoint for image in load_mapping()}
+    assert mapped[DEFAULT_RUNNER_IMAGE] == ("kai-scale-runner",)
