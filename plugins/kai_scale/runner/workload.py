@@ -8,6 +8,7 @@ parsed as plain JSON (building client objects for thousands of events would lag 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -95,11 +96,7 @@ async def _watch_bindings(
     expected: int,
     deadline: float,
 ) -> None:
-    """Record when each pod is first seen bound to a node, until all ``expected`` are or the deadline.
-
-    The deadline ends the watch from the server side (``timeoutSeconds``): cancelling a task blocked
-    in a streaming read can leave the read hanging.
-    """
+    """Record when each pod is first seen bound to a node, until all ``expected`` are or the deadline."""
     while len(scheduled_at) < expected and time.monotonic() < deadline:
         remaining = max(1, int(deadline - time.monotonic()))
         # Raw stream (_preload_content=False): the generated type hints describe the parsed list instead.
@@ -112,15 +109,17 @@ async def _watch_bindings(
             timeout_seconds=min(300, remaining),
             _preload_content=False,
         )
-        async with response:
-            async for raw in response.content:
-                event = json.loads(raw)
-                pod = event["object"]
-                resource_version = pod["metadata"].get("resourceVersion", resource_version)
-                if event["type"] in ("ADDED", "MODIFIED") and pod.get("spec", {}).get("nodeName"):
-                    scheduled_at.setdefault(pod["metadata"]["name"], time.monotonic())
-                    if len(scheduled_at) >= expected:
-                        return
+        # The server should end the watch at timeoutSeconds, but was seen to keep it open: bound it here too.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(300, remaining) + 5), response:
+                async for raw in response.content:
+                    event = json.loads(raw)
+                    pod = event["object"]
+                    resource_version = pod["metadata"].get("resourceVersion", resource_version)
+                    if event["type"] in ("ADDED", "MODIFIED") and pod.get("spec", {}).get("nodeName"):
+                        scheduled_at.setdefault(pod["metadata"]["name"], time.monotonic())
+                        if len(scheduled_at) >= expected:
+                            return
 
 
 async def _run(
@@ -155,7 +154,16 @@ async def _run(
         async def create(index: int) -> None:
             async with semaphore:
                 body = pod_body(name=f"{prefix}{index}", run=run, pod_labels=pod_labels)
-                await core.create_namespaced_pod(namespace, cast(Any, body), _preload_content=False)
+                # A raw response holds its pooled connection until released, and raises no error itself.
+                response: Any = await core.create_namespaced_pod(
+                    namespace, cast(Any, body), _preload_content=False
+                )
+                async with response:
+                    if response.status >= 300:
+                        raise RuntimeError(
+                            f"creating pod {body['metadata']['name']} failed: HTTP {response.status} "
+                            f"{await response.text()}"
+                        )
 
         started = time.monotonic()
         await asyncio.gather(*(create(i) for i in range(pods)))

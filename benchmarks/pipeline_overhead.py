@@ -1,0 +1,65 @@
+"""Pipeline overhead outside the runner pods, for the shipped scenarios.
+
+Usage: ``.venv/bin/python benchmarks/pipeline_overhead.py [--node-count 500]`` with the local
+environment up. Runs the nightly DAG once with dag.test() and splits its wall time into the time the
+runners spent on their scenarios (from each result.json) and everything else: setup, pod start-up,
+log streaming, the summary and teardown. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO)]
+
+from localenv.demo import _prepare_airflow  # noqa: E402
+from localenv.environment import LocalEnvironment  # noqa: E402
+from localenv.settings import Settings  # noqa: E402
+
+
+def _seconds(start: str, end: str) -> float:
+    def parse(text: str) -> datetime:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--node-count", type=int, default=500)
+    options = parser.parse_args()
+    environment = LocalEnvironment(Settings.from_environment())
+    _prepare_airflow(environment)
+    sys.path[:0] = [str(REPO / "plugins"), str(REPO / "dags")]
+    import kai_scale_nightly  # noqa: PLC0415 - after Airflow is configured
+
+    started = time.monotonic()
+    dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": options.node_count})
+    wall = time.monotonic() - started
+    summary = dag_run.get_task_instance("summarize_run").xcom_pull(task_ids="summarize_run", key="summary")
+    durations = {ti.task_id: ti.duration or 0.0 for ti in dag_run.get_task_instances()}
+    in_runners = 0.0
+    print(f"| {options.node_count} nodes, run {dag_run.state} | seconds |")
+    print("|---|---|")
+    for entry in summary["scenarios"]:
+        outcome = entry["outcome"]
+        if outcome:
+            seconds = _seconds(outcome["started_at"], outcome["finished_at"])
+            in_runners += seconds
+            task = f"run_{entry['scenario'].replace('-', '_')}"
+            label = f"{entry['scenario']} ({entry['status']}): runner / task"
+            print(f"| {label} | {seconds:.0f} / {durations[task]:.1f} |")
+    setup = sum(v for k, v in durations.items() if k.startswith("setup."))
+    print(f"| setup tasks | {setup:.1f} |")
+    print(f"| summary + teardown | {durations['summarize_run'] + durations['tear_down_environment']:.1f} |")
+    print(f"| whole run (dag.test wall time) | {wall:.1f} |")
+    print(f"| **overhead outside runner pods** | **{wall - in_runners:.1f}** |")
+
+
+if __name__ == "__main__":
+    main()
