@@ -286,16 +286,20 @@ class LocalEnvironment:
         )
         return output.strip() == "True"
 
-    def _create_bucket(self) -> None:
-        import boto3  # noqa: PLC0415 - only `up` needs it; keeps `env` and `status` light
+    def s3_client(self) -> Any:
+        """A boto3 client of the local S3 endpoint, with its credentials."""
+        import boto3  # noqa: PLC0415 - only some commands need it; keeps `env` and `status` light
 
-        s3 = boto3.client(
+        return boto3.client(
             "s3",
             endpoint_url=self.config.s3_endpoint_url,
             aws_access_key_id=settings.S3_ACCESS_KEY,
             aws_secret_access_key=settings.S3_SECRET_KEY,
             region_name=settings.S3_REGION,
         )
+
+    def _create_bucket(self) -> None:
+        s3 = self.s3_client()
         s3.create_bucket(Bucket=settings.DEFAULT_BUCKET)
 
     def scale_node_pool(self, node_count: int) -> None:

@@ -18,7 +18,7 @@ LEASE_SECONDS = 40
 HEARTBEAT_SECONDS = 10
 
 
-def node_body(*, name: str, kubelet_port: int, kubelet_version: str) -> dict[str, Any]:
+def node_body(*, name: str) -> dict[str, Any]:
     """The Node as created: schedulable, no GPUs (workload pods ask for GPUs, so they never land here)."""
     return {
         "apiVersion": "v1",
@@ -102,7 +102,7 @@ class NodeRegistration:
 
     def register(self) -> None:
         """Create the node (or take over an existing one) and report it Ready."""
-        body = node_body(name=self.name, kubelet_port=self.kubelet_port, kubelet_version=self.kubelet_version)
+        body = node_body(name=self.name)
         try:
             self.core.create_node(body)
         except ApiException as error:

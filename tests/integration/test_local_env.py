@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from kubernetes import client
@@ -279,13 +278,7 @@ def test_prometheus_scrapes_the_api_server(local_env: LocalEnvironment) -> None:
 
 
 def test_s3_endpoint_rejects_a_stale_if_match(local_env: LocalEnvironment) -> None:
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=local_env.config.s3_endpoint_url,
-        aws_access_key_id=settings.S3_ACCESS_KEY,
-        aws_secret_access_key=settings.S3_SECRET_KEY,
-        region_name=settings.S3_REGION,
-    )
+    s3 = local_env.s3_client()
     key = f"tests/{uuid.uuid4().hex}/manifest.json"
     bucket = settings.DEFAULT_BUCKET
     first = s3.put_object(Bucket=bucket, Key=key, Body=b'{"runs": []}', IfNoneMatch="*")

@@ -128,13 +128,6 @@ class ClusterHook:
         except ResourceNotFoundError:
             return []
 
-    def count_labelled(self, *, api_version: str, kind: str, selector: str) -> int:
-        """How many objects of a kind match the selector, in all namespaces."""
-        try:
-            return len(self._resource(api_version, kind).get(label_selector=selector).items)
-        except ResourceNotFoundError:
-            return 0
-
     def node_readiness(self, *, selector: str, resource: str) -> tuple[int, int]:
         """(nodes matching the selector, of which Ready with ``resource`` allocatable)."""
         response = client.CoreV1Api(self.api_client).list_node(
