@@ -1,8 +1,10 @@
 """DAG parse cost: the nightly DAG file against a bare ``airflow.sdk`` DAG, as scenarios grow.
 
 Usage: ``.venv/bin/python benchmarks/dag_parse.py [--repeat 7]``. Each measurement is a fresh Python
-process that imports ``airflow.sdk`` first (both files need it) and then times executing the DAG file,
-which is what the dag-processor pays per parse. Prints a Markdown table (medians).
+process that imports ``airflow.sdk`` first (both files need it) and the ``airflow`` modules the DAG file
+names (the dag-processor does that once, before it forks a parser per file), then times executing the
+DAG file, which is what the dag-processor pays per parse. A last row shows the cost without that
+pre-import (``parsing_pre_import_modules = False``). Prints a Markdown table (medians).
 """
 
 from __future__ import annotations
@@ -32,15 +34,23 @@ with DAG(dag_id="bare", schedule="@daily", start_date=datetime(2026, 1, 1), catc
 TIMER = """
 import runpy, sys, time
 sys.path[:0] = [{plugins!r}, {dags!r}]
+import importlib
 import airflow.sdk  # paid by any DAG file
+from airflow.utils.file import iter_airflow_imports
+if {pre_import!r}:
+    # The dag-processor does this once, before forking a parser ([dag_processor] parsing_pre_import_modules).
+    for module in iter_airflow_imports({path!r}):
+        importlib.import_module(module)
 started = time.perf_counter()
 runpy.run_path({path!r})
 print(time.perf_counter() - started)
 """
 
 
-def parse_seconds(path: Path, *, env: dict[str, str]) -> float:
-    code = TIMER.format(plugins=str(REPO / "plugins"), dags=str(REPO / "dags"), path=str(path))
+def parse_seconds(path: Path, *, env: dict[str, str], pre_import: bool = True) -> float:
+    code = TIMER.format(
+        plugins=str(REPO / "plugins"), dags=str(REPO / "dags"), path=str(path), pre_import=pre_import
+    )
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return float(result.stdout.strip().splitlines()[-1])
 
@@ -80,6 +90,13 @@ def main() -> None:
             print(
                 f"| kai_scale_nightly, {count} scenarios | {seconds:.3f} s | +{seconds - bare_time:.3f} s |"
             )
+        env = {**base_env, "KAI_SCALE_INCLUDE_DIR": str(REPO / "include")}
+        seconds = statistics.median(
+            parse_seconds(REPO / "dags" / "kai_scale_nightly.py", env=env, pre_import=False)
+            for _ in range(options.repeat)
+        )
+        row = "kai_scale_nightly, shipped scenarios, no pre-import"
+        print(f"| {row} | {seconds:.3f} s | +{seconds - bare_time:.3f} s |")
 
 
 if __name__ == "__main__":

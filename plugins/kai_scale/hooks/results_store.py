@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -28,6 +27,9 @@ class ResultsStore:
     @cached_property
     def client(self) -> Any:
         """The boto3 S3 client of the connection (SigV4, retrying transient errors)."""
+        # Imported here: boto3 is slow to import and DAG parsing never needs it.
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook  # noqa: PLC0415
+
         config = Config(signature_version="s3v4", retries={"max_attempts": 8, "mode": "standard"})
         return S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
 
