@@ -89,7 +89,7 @@ def main() -> int:
     import kai_scale_nightly  # noqa: PLC0415 - Airflow must be configured before it is imported
 
     dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": options.node_count})
-    summary = dag_run.get_task_instance("summarize_run").xcom_pull(task_ids="summarize_run", key="summary")
+    summary = dag_run.get_task_instance("publish_results").xcom_pull(task_ids="publish_results", key="summary")
     print()
     print(f"run {summary['run_id'] if summary else '?'} on {options.node_count} nodes: {dag_run.state}")
     if summary:

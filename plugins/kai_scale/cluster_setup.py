@@ -104,6 +104,11 @@ def preflight(cluster: ClusterHook) -> Inventory:
     )
 
 
+def load_kai_tuning(include_dir: Path) -> list[dict[str, Any]]:
+    """The merge patches that tune KAI for scale (include/manifests/kai-tuning.yaml)."""
+    return list(yaml.safe_load((include_dir / "manifests" / "kai-tuning.yaml").read_text()))
+
+
 def load_installs(include_dir: Path) -> dict[str, Any]:
     """include/manifests/installs.yaml: pinned versions of what the setup installs."""
     document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
@@ -236,7 +241,7 @@ def tune_kai(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
     """KAI tuned for scale (include/manifests/kai-tuning.yaml), where KAI is installed."""
     if not cluster.crd_exists(KAI_SHARD_CRD):
         return ["KAI not installed: nothing to tune (ginkgo scenarios will be skipped)"]
-    patches = yaml.safe_load((include_dir / "manifests" / "kai-tuning.yaml").read_text())
+    patches = load_kai_tuning(include_dir)
     lines = []
     for patch in patches:
         cluster.merge_patch(

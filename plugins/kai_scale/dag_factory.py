@@ -1,8 +1,8 @@
-"""Builds the nightly DAG: setup tasks, one runner pod per scenario, the run's summary, teardown.
+"""Builds the nightly DAG: setup tasks, one runner pod per scenario, metrics, publishing, teardown.
 
 Scenarios run one at a time (``max_active_tasks=1``: they share and measure one cluster) as siblings,
 so a failed scenario never blocks another, and clearing one scenario re-runs only it, its setup
-(cleared with it by Airflow) and what comes after it: the summary and the teardown.
+(cleared with it by Airflow) and what comes after it: metrics, publishing and the teardown.
 """
 
 from __future__ import annotations
@@ -17,11 +17,30 @@ from airflow.sdk import DAG, Param, XComArg, chain, task
 from airflow.sdk.definitions.taskgroup import TaskGroup
 
 from kai_scale import cluster_setup
-from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.cluster import ClusterHook, ClusterUnreachable
 from kai_scale.hooks.results_store import ResultsStore
-from kai_scale.operators.scenario_pod import OUTPUTS_XCOM_KEY, ScenarioPodOperator, scenario_task_id
-from kai_scale.output_keys import run_summary_key
+from kai_scale.metrics.collection import Window, missing_scenarios, scenario_window, unwritten_metrics
+from kai_scale.metrics.profile import load_profile
+from kai_scale.metrics.prometheus import client_from_connection
+from kai_scale.metrics.run_metrics import collect_run_metrics
+from kai_scale.operators.scenario_pod import (
+    OUTPUTS_XCOM_KEY,
+    WINDOW_XCOM_KEY,
+    ScenarioPodOperator,
+    scenario_task_id,
+)
+from kai_scale.output_keys import published_keys, run_metrics_key, run_summary_key
 from kai_scale.params import check_params, param_schema
+from kai_scale.publishing.publisher import publish_run
+from kai_scale.publishing.results_document import (
+    RunMetadata,
+    commit_hash,
+    ginkgo_focus,
+    manifest_entry,
+    results_document,
+    service_resources,
+    timestamp,
+)
 from kai_scale.run_id import pipeline_run_id
 from kai_scale.run_summary import run_summary, scenario_entry
 from kai_scale.scenarios.model import Scenario
@@ -34,8 +53,15 @@ SETUP_GROUP = "setup"
 SUMMARY_XCOM_KEY = "summary"
 
 
+METRICS_PROFILE = "metrics/default.yaml"
+
+
 class RunFailedError(RuntimeError):
-    """At least one scenario failed; raised after the run's summary is written."""
+    """A scenario failed, or metrics or a report are missing; raised after the run is published."""
+
+
+class MetricsMissingError(RuntimeError):
+    """Some metrics could not be collected; raised after the metrics document marks them missing."""
 
 
 def _schedule(explicit: str | None) -> str | None:
@@ -87,9 +113,10 @@ def build_nightly_dag(
             setups = _setup_tasks(cluster=cluster, settings=settings, names=names)
             chain(*setups)
         scenario_tasks = [ScenarioPodOperator(scenario=s, settings=settings, retries=0) for s in scenarios]
-        summary = _summary_task(settings=settings, names=names)
+        metrics = _metrics_task(settings=settings, scenarios=scenarios)
+        publish = _publish_task(settings=settings, scenarios=scenarios, cluster=cluster)
         teardown = _teardown_task(cluster=cluster)
-        setups[-1] >> scenario_tasks >> summary >> teardown
+        setups[-1] >> scenario_tasks >> metrics >> publish >> teardown
         teardown.as_teardown(setups=setups)  # type: ignore[arg-type]  # XComArgs are accepted at run time
     return dag
 
@@ -169,24 +196,72 @@ def _setup_tasks(*, cluster: ClusterHook, settings: PipelineSettings, names: Seq
     ]
 
 
-def _summary_task(*, settings: PipelineSettings, names: Sequence[str]) -> XComArg:
+def _scenario_outputs(ti: Any, store: ResultsStore, name: str) -> tuple[dict[str, Any] | None, str | None]:
+    """What a scenario's task recorded (its latest try's output keys) and the result.json its runner wrote."""
+    outputs = ti.xcom_pull(task_ids=scenario_task_id(name), key=OUTPUTS_XCOM_KEY)
+    return outputs, store.read_text(outputs["keys"]["result"]) if outputs else None
+
+
+def _window(ti: Any, name: str, result_text: str | None) -> Window | None:
+    try:
+        outcome = json.loads(result_text) if result_text else None
+    except json.JSONDecodeError:
+        outcome = None  # a truncated result.json: the task's own window still holds
+    task_window = ti.xcom_pull(task_ids=scenario_task_id(name), key=WINDOW_XCOM_KEY)
+    return scenario_window(outcome=outcome if isinstance(outcome, dict) else None, task_window=task_window)
+
+
+def _metrics_task(*, settings: PipelineSettings, scenarios: Sequence[Scenario]) -> XComArg:
+    # No retries: the client retries connecting; re-collecting is a clear of this task.
+    @task(trigger_rule="all_done", retries=0)
+    def collect_metrics(**context: Any) -> str:
+        """Each selected scenario's metrics over its own window, to runs/<run-id>/metrics.json."""
+        ti = context["ti"]
+        run_id = _run_id(context)
+        store = ResultsStore(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
+        selected = [s for s in scenarios if s.name in context["params"]["scenarios"]]
+        windows = {s.name: _window(ti, s.name, _scenario_outputs(ti, store, s.name)[1]) for s in selected}
+        document = collect_run_metrics(
+            run_id=run_id,
+            profile=load_profile(settings.include_dir / METRICS_PROFILE),
+            scenarios=selected,
+            windows=windows,
+            connect=lambda: client_from_connection(settings.prometheus_conn_id),
+        )
+        key = run_metrics_key(run_id)
+        store.write_text(key=key, text=json.dumps(document))
+        for name, entry in document["scenarios"].items():
+            print(f"{name}: metrics {entry['status']}" + (f" ({entry['reason']})" if entry["reason"] else ""))
+        missing = missing_scenarios(document)
+        if missing:
+            reasons = "; ".join(f"{name}: {document['scenarios'][name]['reason']}" for name in missing)
+            # Written first: the run is published with these metrics marked missing.
+            raise MetricsMissingError(f"metrics missing (written to {key}, marked missing): {reasons}")
+        return key
+
+    return collect_metrics()
+
+
+def _publish_task(
+    *, settings: PipelineSettings, scenarios: Sequence[Scenario], cluster: ClusterHook
+) -> XComArg:
+    names = [s.name for s in scenarios]
+
     # No retries: a failed scenario fails it on purpose; S3 errors are retried by the client.
     @task(trigger_rule="all_done", retries=0)
-    def summarize_run(**context: Any) -> dict[str, Any]:
-        """Each selected scenario's outcome, from its latest try, written to runs/<run-id>/summary.json."""
-        ti = context["ti"]
-        params = context["params"]
+    def publish_results(**context: Any) -> dict[str, Any]:
+        """Publish the run: results.json, report.json, metrics.json, then its manifest entry."""
+        ti, params, dag_run = context["ti"], context["params"], context["dag_run"]
         store = ResultsStore(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
         entries = []
         for name in names:
-            outputs = ti.xcom_pull(task_ids=scenario_task_id(name), key=OUTPUTS_XCOM_KEY)
-            result_text = store.read_text(outputs["keys"]["result"]) if outputs else None
+            outputs, result_text = _scenario_outputs(ti, store, name)
             entry = scenario_entry(
                 scenario=name,
                 selected=name in params["scenarios"],
                 outputs=outputs,
                 result_text=result_text,
-                report_exists=bool(outputs) and store.exists(outputs["keys"]["report"]),
+                report_exists=outputs is not None and store.exists(outputs["keys"]["report"]),
             )
             print(f"{name}: {entry.status}" + (f" ({entry.reason})" if entry.reason else ""))
             entries.append(entry)
@@ -194,16 +269,61 @@ def _summary_task(*, settings: PipelineSettings, names: Sequence[str]) -> XComAr
         summary = run_summary(run_id=run_id, params=params, entries=entries)
         store.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
         ti.xcom_push(key=SUMMARY_XCOM_KEY, value=summary)
-        failed = [e for e in entries if e.status == "failure"]
-        if failed:
-            # Written first, then failed: the run shows as failed, and its summary is complete.
-            details = "; ".join(f"{e.scenario}: {e.reason}" for e in failed)
-            raise RunFailedError(
-                f"{len(failed)} scenario(s) failed (summary: {run_summary_key(run_id)}): {details}"
+
+        metadata = RunMetadata(
+            kai_scheduler_ref=params["kai_ref"],
+            kai_commit_hash=commit_hash(entries),
+            kwok_node_count=params["node_count"],
+            cluster_node_count=_cluster_node_count(cluster),
+            test_focus=ginkgo_focus(scenarios, params["scenarios"]),
+            timestamp=timestamp(dag_run.run_after),
+            service_resources=service_resources(cluster_setup.load_kai_tuning(settings.include_dir)),
+        )
+        metrics_text = store.read_text(run_metrics_key(run_id))
+        if metrics_text is None:
+            metrics_text = json.dumps(
+                unwritten_metrics(
+                    run_id=run_id, scenarios=[s for s in scenarios if s.name in params["scenarios"]]
+                )
             )
+        published = publish_run(
+            store,
+            prefix=settings.results_prefix,
+            run_id=run_id,
+            results=results_document(metadata=metadata, entries=entries),
+            metrics_text=metrics_text,
+            report_keys={e.scenario: e.report_key for e in entries},
+            entry=manifest_entry(
+                run_id=run_id,
+                results_key=published_keys(prefix=settings.results_prefix, run_id=run_id).results,
+                metadata=metadata,
+                status=summary["status"],
+                airflow_run_id=dag_run.run_id,
+            ),
+        )
+        where = f"s3://{settings.results_bucket}/{published.keys.results}"
+        print(f"published {where} (+ report.json, metrics.json) and its entry in {published.manifest_key}")
+        problems = [
+            f"{e.scenario}: {e.reason}" for e in entries if e.status == "failure"
+        ] + published.problems
+        missing = missing_scenarios(json.loads(metrics_text))
+        if missing:
+            problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
+        if problems:
+            # Published first, then failed: the run shows as failed, and its results are complete.
+            raise RunFailedError(f"run published to {where}, with problems: " + "; ".join(problems))
         return summary
 
-    return summarize_run()
+    return publish_results()
+
+
+def _cluster_node_count(cluster: ClusterHook) -> int | None:
+    # Results are never held hostage by the cluster: unreachable means unknown.
+    try:
+        return cluster.node_count()
+    except ClusterUnreachable as error:
+        print(f"cluster_node_count unknown: {error}")
+        return None
 
 
 def _teardown_task(*, cluster: ClusterHook) -> XComArg:

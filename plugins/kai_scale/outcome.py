@@ -46,6 +46,8 @@ class ScenarioOutcome:
     """Exit code of the suite binary (ginkgo scenarios), if it ran."""
     tests: tuple[TestResult, ...] = field(default=())
     """The measurements, in the suite's shape."""
+    kai_commit_hash: str | None = None
+    """The KAI commit the runner image's suite was built from, when the image records it."""
 
     def to_json(self) -> str:
         """Serialise as ``result.json``."""

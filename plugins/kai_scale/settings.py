@@ -20,6 +20,8 @@ class PipelineSettings:
     """Airflow connection of the target cluster."""
     aws_conn_id: str
     """Airflow connection of the results bucket (may carry an ``endpoint_url``)."""
+    prometheus_conn_id: str
+    """Airflow HTTP connection of the Prometheus that watches the target cluster."""
     results_bucket: str
     """Bucket of the run outputs and the published results."""
     results_prefix: str
@@ -38,6 +40,7 @@ class PipelineSettings:
         return cls(
             kubernetes_conn_id=os.environ.get("KAI_SCALE_KUBERNETES_CONN_ID", "kubernetes_default"),
             aws_conn_id=os.environ.get("KAI_SCALE_AWS_CONN_ID", "aws_default"),
+            prometheus_conn_id=os.environ.get("KAI_SCALE_PROMETHEUS_CONN_ID", "prometheus_default"),
             results_bucket=os.environ.get("KAI_SCALE_RESULTS_BUCKET", "kai-scale-results"),
             results_prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),

@@ -28,8 +28,8 @@ def _s3() -> Any:
 
 
 def _summary(dag_run: Any) -> dict[str, Any]:
-    ti = dag_run.get_task_instance("summarize_run")
-    run_id = ti.xcom_pull(task_ids="summarize_run", key="summary")["run_id"]
+    ti = dag_run.get_task_instance("publish_results")
+    run_id = ti.xcom_pull(task_ids="publish_results", key="summary")["run_id"]
     body = _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=run_summary_key(run_id))["Body"]
     return dict(json.loads(body.read()))
 
@@ -95,7 +95,7 @@ def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
     dag_run = nightly_dag(include).test(run_conf={"node_count": 20})
     states = _states(dag_run)
     assert dag_run.state == "failed"
-    assert states["summarize_run"] == "failed", (
+    assert states["publish_results"] == "failed", (
         "a failed scenario fails the run, after its summary is written"
     )
     assert states["run_standin_fail"] == "failed"

@@ -180,7 +180,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     assert cleared.status_code == 200, cleared.text
     cleared_ids = {ti["task_id"] for ti in cleared.json()["task_instances"]}
     assert "run_steady" not in cleared_ids
-    assert {"run_flaky", "summarize_run", "tear_down_environment", "setup.check_cluster"} <= cleared_ids
+    assert {"run_flaky", "publish_results", "tear_down_environment", "setup.check_cluster"} <= cleared_ids
 
     def rerun_finished() -> bool:
         tis = _task_instances(airflow_api, run_id)
@@ -195,7 +195,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     assert second["tear_down_environment"]["state"] == "success"
 
     summary_ti = airflow_api.get(
-        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/summarize_run/xcomEntries/summary",
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/publish_results/xcomEntries/summary",
         params={"deserialize": True},
     ).json()["value"]
     summary = summary_ti if isinstance(summary_ti, dict) else json.loads(summary_ti)

@@ -40,16 +40,19 @@ class ClusterHook:
         """A client for any kind, discovered from the API server."""
         return DynamicClient(self.api_client)
 
+    def _unreachable(self, error: Exception) -> ClusterUnreachable:
+        host = self.api_client.configuration.host
+        return ClusterUnreachable(
+            f"cannot reach the cluster of connection '{self.conn_id}' at {host}: {error}. "
+            "Check that the cluster runs and that the connection's kubeconfig points at it."
+        )
+
     def server_version(self) -> str:
         """The API server's version; raises ClusterUnreachable when it does not answer."""
         try:
             info = client.VersionApi(self.api_client).get_code(_request_timeout=15)
         except (HTTPError, OSError, ApiException) as error:
-            host = self.api_client.configuration.host
-            raise ClusterUnreachable(
-                f"cannot reach the cluster of connection '{self.conn_id}' at {host}: {error}. "
-                "Check that the cluster runs and that the connection's kubeconfig points at it."
-            ) from error
+            raise self._unreachable(error) from error
         return str(info.git_version)
 
     def crd_exists(self, name: str) -> bool:
@@ -143,6 +146,20 @@ class ClusterHook:
             has_resource = str((status.get("allocatable") or {}).get(resource, "0")) not in ("0", "")
             ready += is_ready and has_resource
         return len(nodes), ready
+
+    def node_count(self) -> int:
+        """How many nodes the cluster has (one small request: the API server counts the rest).
+
+        Raises ClusterUnreachable when the cluster does not answer.
+        """
+        try:
+            response = client.CoreV1Api(self.api_client).list_node(
+                limit=1, _preload_content=False, _request_timeout=15
+            )
+        except (HTTPError, OSError, ApiException) as error:
+            raise self._unreachable(error) from error
+        listing = json.loads(response.data)
+        return len(listing["items"]) + int(listing["metadata"].get("remainingItemCount") or 0)
 
     def deployments(self, namespace: str) -> list[str]:
         """Names of the deployments in ``namespace`` (empty when it does not exist)."""

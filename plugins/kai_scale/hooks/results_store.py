@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import IO, Any
 
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -11,6 +12,25 @@ from botocore.exceptions import ClientError
 JSON_CONTENT_TYPE = "application/json"
 # SigV4 presigned URLs are valid for at most 7 days.
 MAX_PRESIGN_SECONDS = 7 * 24 * 3600
+# S3 answers a lost conditional write with 412, or 409 when two conditional writes overlap.
+CONDITION_FAILED_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+NOT_FOUND_CODES = ("NoSuchKey", "404", "NotFound")
+
+
+class ObjectChanged(RuntimeError):
+    """A conditional write lost: the object changed (or appeared) since it was read."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Versioned:
+    """An object's text and the ETag it had when read."""
+
+    text: str
+    etag: str
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 class ResultsStore:
@@ -43,22 +63,56 @@ class ResultsStore:
             )
         )
 
-    def read_text(self, key: str) -> str | None:
-        """The object's text, or None when it does not exist."""
+    def _get(self, key: str) -> dict[str, Any] | None:
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=key)
+            return dict(self.client.get_object(Bucket=self.bucket, Key=key))
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            if _code(error) in NOT_FOUND_CODES:
                 return None
             raise
-        return str(response["Body"].read().decode("utf-8", errors="replace"))
+
+    def read_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        response = self._get(key)
+        return None if response is None else bytes(response["Body"].read())
+
+    def read_text(self, key: str) -> str | None:
+        """The object's text, or None when it does not exist."""
+        raw = self.read_bytes(key)
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+    def read_versioned(self, key: str) -> Versioned | None:
+        """The object's text with its ETag (for a conditional write back), or None when it does not exist."""
+        response = self._get(key)
+        if response is None:
+            return None
+        return Versioned(text=response["Body"].read().decode("utf-8"), etag=str(response["ETag"]))
+
+    def write_conditionally(self, *, key: str, text: str, etag: str | None) -> None:
+        """Write only if the object still has ``etag`` (None: only if it does not exist yet).
+
+        Raises ObjectChanged when another writer got there first.
+        """
+        condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        try:
+            self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=text.encode(), ContentType=JSON_CONTENT_TYPE, **condition
+            )
+        except ClientError as error:
+            if _code(error) in CONDITION_FAILED_CODES:
+                raise ObjectChanged(f"{key} changed while it was being updated") from error
+            raise
+
+    def upload(self, *, key: str, fileobj: IO[bytes]) -> None:
+        """Upload a JSON file object of any size (multipart when large)."""
+        self.client.upload_fileobj(fileobj, self.bucket, key, ExtraArgs={"ContentType": JSON_CONTENT_TYPE})
 
     def exists(self, key: str) -> bool:
         """Whether the object exists."""
         try:
             self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            if _code(error) in NOT_FOUND_CODES:
                 return False
             raise
         return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
@@ -18,6 +19,8 @@ from kai_scale.settings import PipelineSettings
 
 RUNNER_SERVICE_ACCOUNT = "kai-scale-runner"
 OUTPUTS_XCOM_KEY = "outputs"
+# When the task ran its pod; the metrics window when the runner reported no times of its own.
+WINDOW_XCOM_KEY = "window"
 # Upload URLs outlive the pod's deadline by this much (the runner uploads after the suite ends).
 URL_GRACE_SECONDS = 3600
 
@@ -32,7 +35,8 @@ class ScenarioPodOperator(KubernetesPodOperator):
 
     The pod gets the scenario, ``NODE_COUNT`` and one upload URL per output and try, so it needs no S3
     credentials, and a retry writes beside (never over) the failed try's outputs. The keys of this
-    try's outputs are pushed to XCom (key ``outputs``) before the pod starts.
+    try's outputs are pushed to XCom (key ``outputs``) before the pod starts, and the time around the
+    pod (key ``window``) when it ends, however it ends.
 
     :param scenario: the scenario to run.
     :param settings: deployment settings (connections, bucket, namespace).
@@ -98,4 +102,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
         self.labels = {**self.labels, labels.RUN_ID: labels.label_value(run_id)}
         context["ti"].xcom_push(key=OUTPUTS_XCOM_KEY, value={"try_number": try_number, "keys": keys})
         self.log.info("scenario %s, try %s: outputs go to %s", self.scenario.name, try_number, keys)
-        return super().execute(context)
+        started = datetime.now(UTC).isoformat()
+        try:
+            return super().execute(context)
+        finally:
+            window = {"start": started, "end": datetime.now(UTC).isoformat()}
+            context["ti"].xcom_push(key=WINDOW_XCOM_KEY, value=window)

@@ -10,6 +10,7 @@ The last line it prints is the scenario's verdict (the pod's termination message
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -23,6 +24,19 @@ from kai_scale.runner import ginkgo, outputs
 from kai_scale.scenarios.model import GinkgoRun, Scenario
 
 RESULT_FILE = "result.json"
+# Written by the runner image's build (docker/runner/Dockerfile): the commit KAI_REF resolved to.
+KAI_COMMIT_FILE = Path("/etc/kai-scale/kai-commit")
+
+
+def kai_commit_hash() -> str | None:
+    """``KAI_COMMIT_HASH`` if set, else the commit recorded in the image, else None."""
+    from_env = os.environ.get("KAI_COMMIT_HASH", "").strip()
+    if from_env:
+        return from_env
+    try:
+        return KAI_COMMIT_FILE.read_text().strip() or None
+    except OSError:
+        return None
 
 
 def _now() -> str:
@@ -136,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             started_at=_now(),
             finished_at=_now(),
         )
+    outcome = dataclasses.replace(outcome, kai_commit_hash=kai_commit_hash())
     (workdir / RESULT_FILE).write_text(outcome.to_json())
     files = {"result": workdir / RESULT_FILE, "report": workdir / ginkgo.REPORT_FILE}
     try:

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from kai_scale.durations import format_duration, parse_duration
+from kai_scale.metrics.profile import MetricQuery
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$"
 
@@ -78,6 +79,9 @@ class Scenario(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     resources: Resources = Field(default_factory=Resources)
     thresholds: tuple[Threshold, ...] = ()
+    metrics: tuple[MetricQuery, ...] = Field(
+        default=(), description="named PromQL queries collected for this scenario besides the profile's"
+    )
 
     @field_validator("timeout", mode="before")
     @classmethod
