@@ -3,7 +3,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 from kai_scale.labels import label_value, object_labels, selector
-from kai_scale.output_keys import run_summary_key, scenario_outputs
+from kai_scale.output_keys import (
+    manifest_key,
+    published_keys,
+    run_metrics_key,
+    run_summary_key,
+    scenario_outputs,
+)
 from kai_scale.run_id import RUN_ID_PATTERN, pipeline_run_id
 
 AIRFLOW_RUN_ID = "scheduled__2026-11-22T02:00:00+00:00"
@@ -48,3 +54,12 @@ def test_labels_are_valid_label_values() -> None:
         "app.kubernetes.io/managed-by=kai-scale-pipeline,kai-scale.dev/role=runner,"
         "kai-scale.dev/run-id=r1,kai-scale.dev/scenario=reclaim"
     )
+
+
+def test_published_keys_are_under_the_prefix_and_run_id() -> None:
+    keys = published_keys(prefix="Public/", run_id="20261122T020000Z-scheduled-1a2b3c4d")
+    assert keys.results == "Public/20261122T020000Z-scheduled-1a2b3c4d/results.json"
+    assert keys.report == "Public/20261122T020000Z-scheduled-1a2b3c4d/report.json"
+    assert keys.metrics == "Public/20261122T020000Z-scheduled-1a2b3c4d/metrics.json"
+    assert manifest_key("Public/") == "Public/manifest.json"
+    assert run_metrics_key("r1") == "runs/r1/metrics.json"
