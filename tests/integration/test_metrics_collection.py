@@ -1,0 +1,107 @@
+"""Metric collection against the local environment's real Prometheus (it scrapes the API server)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from kai_scale.metrics.collection import Window, collect_scenario
+from kai_scale.metrics.profile import MetricQuery, MetricsProfile, load_profile
+from kai_scale.metrics.prometheus import PrometheusClient, PrometheusError
+from kai_scale.metrics.run_metrics import collect_run_metrics
+from kai_scale.scenarios.model import Scenario
+from localenv.environment import LocalEnvironment
+from tests.conftest import REPO
+from tests.waiting import wait_for
+
+REQUEST_RATE = MetricQuery(
+    name="requests", query="sum by (verb) (rate(apiserver_request_total[1m]))", unit="1/s"
+)
+BROKEN = MetricQuery(name="broken", query="sum(rate(apiserver_request_total[1m])", unit="1/s")
+
+
+@pytest.fixture(scope="module")
+def prometheus(local_env: LocalEnvironment) -> Iterator[PrometheusClient]:
+    with PrometheusClient(local_env.config.prometheus_url) as client:
+        # rate() over [1m] needs two scrapes (every 15 s) of a freshly started Prometheus.
+        wait_for(
+            lambda: bool(client.query("sum(rate(apiserver_request_total[1m]))", at=datetime.now(UTC))),
+            timeout=90,
+            what="Prometheus to have two scrapes of the API server",
+            interval=2,
+        )
+        yield client
+
+
+def _last(seconds: int) -> Window:
+    end = datetime.now(UTC)
+    return Window(start=end - timedelta(seconds=seconds), end=end, source="runner")
+
+
+def test_a_scenario_window_is_summarised_with_its_raw_series(prometheus: PrometheusClient) -> None:
+    result = collect_scenario(prometheus, queries=[REQUEST_RATE], window=_last(60), step=timedelta(seconds=5))
+    assert result["status"] == "collected"
+    requests = result["metrics"]["requests"]
+    assert requests["status"] == "ok"
+    verbs = {series["labels"]["verb"] for series in requests["series"]}
+    assert {"GET", "LIST"} <= verbs
+    series = requests["series"][0]
+    assert len(series["values"]) >= 2, "points at 5 s steps (fewer while Prometheus is young)"
+    assert series["summary"]["samples"] == len(series["values"])
+    assert set(series["summary"]) == {"samples", "min", "avg", "max", "p50", "p90", "p99"}
+    assert requests["summary"]["max"] > 0
+    assert requests["summary"]["min"] <= requests["summary"]["p50"] <= requests["summary"]["max"]
+    assert {entry["labels"]["verb"] for entry in requests["at_end"]} == verbs
+
+
+def test_a_failing_query_is_marked_missing_and_the_rest_collected(prometheus: PrometheusClient) -> None:
+    result = collect_scenario(
+        prometheus, queries=[BROKEN, REQUEST_RATE], window=_last(30), step=timedelta(seconds=15)
+    )
+    assert result["status"] == "partial"
+    assert result["reason"] == "queries failed: broken"
+    broken = result["metrics"]["broken"]
+    assert broken["status"] == "missing"
+    assert "refused query" in broken["error"]
+    assert "bad_data" in broken["error"], "Prometheus' own error type is kept"
+    assert result["metrics"]["requests"]["status"] == "ok"
+
+
+def test_the_shipped_profile_runs_against_prometheus(prometheus: PrometheusClient) -> None:
+    """Every query of the default profile is valid PromQL; KAI's (absent here) simply have no series."""
+    profile = load_profile(REPO / "include" / "metrics" / "default.yaml")
+    result = collect_scenario(prometheus, queries=profile.queries, window=_last(60), step=profile.step)
+    assert result["status"] == "collected", result["reason"]
+    assert result["metrics"]["apiserver_request_rate"]["series"]
+    assert result["metrics"]["scheduler_e2e_scheduling_latency"]["series"] == []
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_prometheus_marks_every_scenario_missing() -> None:
+    profile = MetricsProfile(step=timedelta(seconds=15), queries=(REQUEST_RATE,))
+    scenario = Scenario.model_validate(
+        {"name": "s", "description": "d", "timeout": "1m", "run": {"kind": "workload", "pods_per_node": 1}}
+    )
+    url = f"http://127.0.0.1:{_closed_port()}"
+    document = collect_run_metrics(
+        run_id="r",
+        profile=profile,
+        scenarios=[scenario],
+        windows={"s": _last(30)},
+        connect=lambda: PrometheusClient(url),
+    )
+    entry = document["scenarios"]["s"]
+    assert entry["status"] == "missing"
+    assert f"Prometheus at {url} is unreachable" in entry["reason"]
+    assert entry["metrics"]["requests"]["status"] == "missing"
+    assert entry["window"] is not None, "the window is kept, so the metrics can be collected later"
+    with pytest.raises(PrometheusError, match="unreachable"), PrometheusClient(url) as client:
+        client.check()

@@ -1,0 +1,127 @@
+"""Publishing against the local S3 endpoint (moto server over HTTP): objects, manifest, conditional writes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from kai_scale.hooks.results_store import ObjectChanged, ResultsStore
+from kai_scale.output_keys import manifest_key
+from kai_scale.publishing.manifest import ManifestError
+from kai_scale.publishing.publisher import PublishedRun, publish_run
+from localenv import settings as localenv_settings
+
+pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
+
+
+def _store() -> ResultsStore:
+    return ResultsStore(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A prefix of its own per test, so tests never share a manifest."""
+    return f"test-{uuid.uuid4().hex[:8]}/Public/"
+
+
+def _results(run_id: str, status: str = "success") -> dict[str, Any]:
+    return {"metadata": {"run": run_id}, "results": {"status": status, "tests": []}}
+
+
+def _entry(run_id: str, prefix: str, status: str = "success") -> dict[str, Any]:
+    return {
+        "timestamp": "2026-11-22T02:00:00Z",
+        "path": f"{prefix}{run_id}/results.json",
+        "commit": "abc",
+        "run_id": run_id,
+        "status": status,
+    }
+
+
+def _publish(store: ResultsStore, prefix: str, run_id: str, **overrides: Any) -> PublishedRun:
+    arguments: dict[str, Any] = {
+        "prefix": prefix,
+        "run_id": run_id,
+        "results": _results(run_id),
+        "metrics_text": json.dumps({"run_id": run_id, "scenarios": {}}),
+        "report_keys": {},
+        "entry": _entry(run_id, prefix),
+    }
+    return publish_run(store, **{**arguments, **overrides})
+
+
+def _manifest(store: ResultsStore, prefix: str) -> dict[str, Any]:
+    text = store.read_text(manifest_key(prefix))
+    assert text is not None
+    return dict(json.loads(text))
+
+
+def test_a_run_is_published_with_its_objects_and_entry(prefix: str) -> None:
+    store = _store()
+    report = [{"SuitePath": "/suite", "SpecReports": [{"State": "passed"}]}]
+    store.write_text(key=f"{prefix}in/report-a.json", text=json.dumps(report))
+    published = _publish(store, prefix, "r1", report_keys={"a": f"{prefix}in/report-a.json", "b": None})
+    assert published.problems == []
+    assert published.manifest_attempts == 1
+    assert json.loads(store.read_text(published.keys.results) or "") == _results("r1")
+    assert json.loads(store.read_text(published.keys.report) or "") == report
+    assert json.loads(store.read_text(published.keys.metrics) or "")["run_id"] == "r1"
+    head = store.client.head_object(Bucket=store.bucket, Key=published.keys.results)
+    assert head["ContentType"] == "application/json"
+    assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
+
+
+def test_publishing_a_run_again_updates_it_in_place(prefix: str) -> None:
+    store = _store()
+    _publish(store, prefix, "r1", results=_results("r1", "failure"), entry=_entry("r1", prefix, "failure"))
+    _publish(store, prefix, "r2")
+    published = _publish(store, prefix, "r1")
+    runs = _manifest(store, prefix)["runs"]
+    assert [(r["run_id"], r["status"]) for r in runs] == [("r1", "success"), ("r2", "success")]
+    assert json.loads(store.read_text(published.keys.results) or "")["results"]["status"] == "success"
+
+
+def test_twenty_concurrent_publishers_lose_no_entry(prefix: str) -> None:
+    start = threading.Barrier(20)
+
+    def publish(index: int) -> int:
+        store = _store()  # a client per publisher, as separate Airflow workers would have
+        assert store.client is not None  # built before the start: building one takes longer than publishing
+        start.wait()
+        return _publish(store, prefix, f"run-{index:02d}").manifest_attempts
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        attempts = list(pool.map(publish, range(20)))
+    runs = _manifest(_store(), prefix)["runs"]
+    assert sorted(r["run_id"] for r in runs) == [f"run-{i:02d}" for i in range(20)]
+    assert max(attempts) > 1, "the publishers really raced (some conditional writes lost and retried)"
+
+
+def test_a_corrupt_manifest_is_refused_and_left_intact(prefix: str) -> None:
+    store = _store()
+    corrupt = '{"runs": [{"timestamp": "2026-11-01T02:00:00Z", "path": "Public/old/res'
+    store.write_text(key=manifest_key(prefix), text=corrupt)
+    with pytest.raises(
+        ManifestError, match=f"{manifest_key(prefix)} is not valid JSON.*refusing to overwrite"
+    ):
+        _publish(store, prefix, "r1")
+    assert store.read_text(manifest_key(prefix)) == corrupt
+
+
+def test_a_conditional_write_loses_to_a_change_since_the_read(prefix: str) -> None:
+    store = _store()
+    key = f"{prefix}object.json"
+    store.write_conditionally(key=key, text="{}", etag=None)
+    with pytest.raises(ObjectChanged):
+        store.write_conditionally(key=key, text="{}", etag=None)  # it exists now
+    first = store.read_versioned(key)
+    assert first is not None
+    store.write_text(key=key, text='{"changed": true}')
+    with pytest.raises(ObjectChanged):
+        store.write_conditionally(key=key, text='{"lost": true}', etag=first.etag)
+    assert store.read_text(key) == '{"changed": true}'
