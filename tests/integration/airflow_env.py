@@ -31,9 +31,10 @@ def migrate_airflow_db() -> None:
 
 
 def include_dir_with(tmp_path: Path, scenarios: dict[str, dict[str, Any]]) -> Path:
-    """An include/ directory with the shipped manifests and the given scenarios."""
+    """An include/ directory with the shipped manifests and metrics profile, and the given scenarios."""
     include = tmp_path / "include"
     shutil.copytree(REPO / "include" / "manifests", include / "manifests")
+    shutil.copytree(REPO / "include" / "metrics", include / "metrics")
     (include / "scenarios").mkdir()
     for name, body in scenarios.items():
         (include / "scenarios" / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **body}))

@@ -1,4 +1,7 @@
-"""The nightly DAG run with dag.test() on the local environment: setup -> scenarios -> summary -> teardown."""
+"""The nightly DAG run with dag.test() on the local environment.
+
+setup -> scenarios -> metrics -> publishing -> teardown, with the local Prometheus and S3 endpoint.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import boto3
 import pytest
 from kubernetes import client
 
-from kai_scale.output_keys import run_summary_key
+from kai_scale.output_keys import manifest_key, published_keys, run_summary_key
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -32,6 +35,23 @@ def _summary(dag_run: Any) -> dict[str, Any]:
     run_id = ti.xcom_pull(task_ids="publish_results", key="summary")["run_id"]
     body = _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=run_summary_key(run_id))["Body"]
     return dict(json.loads(body.read()))
+
+
+def _published(run_id: str) -> dict[str, Any]:
+    """The run as published under Public/: its three objects and its manifest entries."""
+    keys = published_keys(prefix="Public/", run_id=run_id)
+
+    def read(key: str) -> Any:
+        return json.loads(_s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read())
+
+    manifest = read(manifest_key("Public/"))
+    return {
+        "results": read(keys.results),
+        "report": read(keys.report),
+        "metrics": read(keys.metrics),
+        "entries": [run for run in manifest["runs"] if run.get("run_id") == run_id],
+        "results_key": keys.results,
+    }
 
 
 def _states(dag_run: Any) -> dict[str, str | None]:
@@ -69,12 +89,40 @@ def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.C
             "KAI not installed: CRD queues.scheduling.run.ai not found",
         ), name
     assert summary["node_count"] == 100
+    _check_published(summary["run_id"], skipped=sorted(by_name))
     # Teardown put the cluster back: the NodePool's size, no pods of the run.
     assert _node_pool_size(local_env) == size_before
     leftovers = core.list_pod_for_all_namespaces(
         label_selector=f"kai-scale.dev/run-id={summary['run_id']}"
     ).items
     assert leftovers == []
+
+
+def _check_published(run_id: str, *, skipped: list[str]) -> None:
+    published = _published(run_id)
+    metadata = published["results"]["metadata"]
+    assert metadata["kwok_node_count"] == 100
+    assert metadata["cluster_node_count"] >= 100
+    assert metadata["kai_scheduler_ref"]
+    assert metadata["timestamp"].endswith("Z")
+    assert metadata["service_resources"]["scheduler"]["requests"] == {"cpu": "3", "memory": "7Gi"}
+    assert published["results"]["results"]["status"] == "success"
+    tests = {test["test_name"]: test for test in published["results"]["results"]["tests"]}
+    assert tests.pop("GPU pod scheduling throughput")["status"] == "success"
+    assert sorted(tests) == skipped, "a skipped scenario still appears, by name"
+    for test in tests.values():
+        assert test["status"] == "skipped"
+        assert test["details"]["message"] == "KAI not installed: CRD queues.scheduling.run.ai not found"
+    assert published["report"] == [], "no suite ran, so the merged report is empty"
+    metrics = published["metrics"]["scenarios"]
+    assert set(metrics) == {"gpu-pod-throughput", *skipped}
+    workload = metrics["gpu-pod-throughput"]
+    assert workload["status"] == "collected"
+    assert workload["window"]["source"] == "runner"
+    assert workload["metrics"]["apiserver_request_rate"]["series"], "the API server is scraped locally"
+    (entry,) = published["entries"]
+    assert entry["path"] == published["results_key"]
+    assert (entry["status"], entry["node_count"]) == ("success", 100)
 
 
 @pytest.mark.usefixtures("fake_kai")
@@ -126,6 +174,39 @@ def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
     truncated = by_name["standin-truncated"]
     assert truncated["status"] == "failure"
     assert "Ginkgo JSON report is unreadable (truncated?)" in truncated["reason"]
+
+    published = _published(_summary(dag_run)["run_id"])
+    assert published["results"]["results"]["status"] == "failure"
+    merged = published["report"]
+    assert sorted(suite["SuiteSucceeded"] for suite in merged) == [False, True], (
+        "the pass and fail reports merged; the truncated one left out"
+    )
+    (entry,) = published["entries"]
+    assert entry["status"] == "failure"
+
+
+def test_prometheus_down_still_publishes_with_metrics_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PROMETHEUS_DEFAULT", json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": 9})
+    )
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
+    states = _states(dag_run)
+    assert states["run_small_workload"] == "success"
+    assert states["collect_metrics"] == "failed"
+    assert states["publish_results"] == "failed", "published, then failed: metrics are missing"
+    assert states["tear_down_environment"] == "success"
+    output = capfd.readouterr()
+    assert "Prometheus at http://127.0.0.1:9 is unreachable" in output.out + output.err
+    published = _published(_summary(dag_run)["run_id"])
+    assert published["results"]["results"]["status"] == "success", "the scenario's result is published"
+    missing = published["metrics"]["scenarios"]["small-workload"]
+    assert missing["status"] == "missing"
+    assert "Prometheus at http://127.0.0.1:9 is unreachable" in missing["reason"]
+    assert {m["status"] for m in missing["metrics"].values()} == {"missing"}
+    assert len(published["entries"]) == 1
 
 
 def test_runner_image_that_cannot_start(tmp_path: Path) -> None:
