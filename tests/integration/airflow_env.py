@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import boto3
 import yaml
 
 from kai_scale.dag_factory import build_nightly_dag
+from kai_scale.output_keys import manifest_key, published_keys
 from kai_scale.scenarios.loading import load_scenarios
 from kai_scale.settings import PipelineSettings
+from localenv import settings as localenv_settings
 from tests.conftest import REPO
 
 STANDIN_SUITE = REPO / "tests" / "standin" / "kai_suite_standin.py"
@@ -74,3 +78,21 @@ def nightly_dag(include: Path) -> Any:
         doc_md="test variant",
         settings=settings,
     )
+
+
+def published_run(run_id: str) -> dict[str, Any]:
+    """A run as published under Public/ of the local bucket: its three objects and its manifest entries."""
+    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    keys = published_keys(prefix="Public/", run_id=run_id)
+
+    def read(key: str) -> Any:
+        return json.loads(s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read())
+
+    manifest = read(manifest_key("Public/"))
+    return {
+        "results": read(keys.results),
+        "report": read(keys.report),
+        "metrics": read(keys.metrics),
+        "entries": [run for run in manifest["runs"] if run.get("run_id") == run_id],
+        "results_key": keys.results,
+    }

@@ -13,12 +13,13 @@ import boto3
 import pytest
 from kubernetes import client
 
-from kai_scale.output_keys import manifest_key, published_keys, run_summary_key
+from kai_scale.output_keys import run_summary_key
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
     include_dir_with,
     nightly_dag,
+    published_run,
     standin_scenario,
     workload_scenario,
 )
@@ -35,23 +36,6 @@ def _summary(dag_run: Any) -> dict[str, Any]:
     run_id = ti.xcom_pull(task_ids="publish_results", key="summary")["run_id"]
     body = _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=run_summary_key(run_id))["Body"]
     return dict(json.loads(body.read()))
-
-
-def _published(run_id: str) -> dict[str, Any]:
-    """The run as published under Public/: its three objects and its manifest entries."""
-    keys = published_keys(prefix="Public/", run_id=run_id)
-
-    def read(key: str) -> Any:
-        return json.loads(_s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read())
-
-    manifest = read(manifest_key("Public/"))
-    return {
-        "results": read(keys.results),
-        "report": read(keys.report),
-        "metrics": read(keys.metrics),
-        "entries": [run for run in manifest["runs"] if run.get("run_id") == run_id],
-        "results_key": keys.results,
-    }
 
 
 def _states(dag_run: Any) -> dict[str, str | None]:
@@ -89,7 +73,7 @@ def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.C
             "KAI not installed: CRD queues.scheduling.run.ai not found",
         ), name
     assert summary["node_count"] == 100
-    _check_published(summary["run_id"], skipped=sorted(by_name))
+    _checkpublished_run(summary["run_id"], skipped=sorted(by_name))
     # Teardown put the cluster back: the NodePool's size, no pods of the run.
     assert _node_pool_size(local_env) == size_before
     leftovers = core.list_pod_for_all_namespaces(
@@ -98,8 +82,8 @@ def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.C
     assert leftovers == []
 
 
-def _check_published(run_id: str, *, skipped: list[str]) -> None:
-    published = _published(run_id)
+def _checkpublished_run(run_id: str, *, skipped: list[str]) -> None:
+    published = published_run(run_id)
     metadata = published["results"]["metadata"]
     assert metadata["kwok_node_count"] == 100
     assert metadata["cluster_node_count"] >= 100
@@ -175,7 +159,7 @@ def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
     assert truncated["status"] == "failure"
     assert "Ginkgo JSON report is unreadable (truncated?)" in truncated["reason"]
 
-    published = _published(_summary(dag_run)["run_id"])
+    published = published_run(_summary(dag_run)["run_id"])
     assert published["results"]["results"]["status"] == "failure"
     merged = published["report"]
     assert sorted(suite["SuiteSucceeded"] for suite in merged) == [False, True], (
@@ -200,7 +184,7 @@ def test_prometheus_down_still_publishes_with_metrics_missing(
     assert states["tear_down_environment"] == "success"
     output = capfd.readouterr()
     assert "Prometheus at http://127.0.0.1:9 is unreachable" in output.out + output.err
-    published = _published(_summary(dag_run)["run_id"])
+    published = published_run(_summary(dag_run)["run_id"])
     assert published["results"]["results"]["status"] == "success", "the scenario's result is published"
     missing = published["metrics"]["scenarios"]["small-workload"]
     assert missing["status"] == "missing"

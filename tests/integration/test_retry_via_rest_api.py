@@ -2,7 +2,8 @@
 
 A real api-server, scheduler and dag-processor run the nightly DAG on the local environment. A
 ``flaky`` scenario (the stand-in suite in mode fail-once) fails on its first try while ``steady``
-succeeds; clearing ``run_flaky`` re-runs it, its setup, the summary and teardown, and not ``steady``.
+succeeds; clearing ``run_flaky`` re-runs it, its setup, metrics, publishing and teardown, and not
+``steady``; the published run then holds the new result in place of the failed one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ import pytest
 
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
-from tests.integration.airflow_env import DAG_ID, include_dir_with, standin_scenario, workload_scenario
+from tests.integration.airflow_env import (
+    DAG_ID,
+    include_dir_with,
+    published_run,
+    standin_scenario,
+    workload_scenario,
+)
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
@@ -165,6 +172,10 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
         (k, v["state"]) for k, v in first.items() if k.startswith("run")
     ]
     assert (first["run_flaky"]["state"], first["run_steady"]["state"]) == ("failed", "success")
+    pipeline_run_id = _summary(airflow_api, run_id)["run_id"]
+    before = published_run(pipeline_run_id)
+    assert [(e["status"], e["airflow_run_id"]) for e in before["entries"]] == [("failure", run_id)]
+    assert _test_statuses(before)["flaky"] == "failure", "the failed scenario appears by name"
 
     cleared = airflow_api.post(
         f"/dags/{DAG_ID}/clearTaskInstances",
@@ -180,7 +191,13 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     assert cleared.status_code == 200, cleared.text
     cleared_ids = {ti["task_id"] for ti in cleared.json()["task_instances"]}
     assert "run_steady" not in cleared_ids
-    assert {"run_flaky", "publish_results", "tear_down_environment", "setup.check_cluster"} <= cleared_ids
+    assert {
+        "run_flaky",
+        "collect_metrics",
+        "publish_results",
+        "tear_down_environment",
+        "setup.check_cluster",
+    } <= cleared_ids
 
     def rerun_finished() -> bool:
         tis = _task_instances(airflow_api, run_id)
@@ -194,11 +211,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     assert second["setup.wait_for_nodes"]["try_number"] == 2, "the setup re-ran before the retry"
     assert second["tear_down_environment"]["state"] == "success"
 
-    summary_ti = airflow_api.get(
-        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/publish_results/xcomEntries/summary",
-        params={"deserialize": True},
-    ).json()["value"]
-    summary = summary_ti if isinstance(summary_ti, dict) else json.loads(summary_ti)
+    summary = _summary(airflow_api, run_id)
     by_name = {entry["scenario"]: entry for entry in summary["scenarios"]}
     assert (by_name["flaky"]["status"], by_name["flaky"]["try_number"]) == ("success", 2)
     assert (by_name["steady"]["status"], by_name["steady"]["try_number"]) == ("success", 1)
@@ -206,3 +219,26 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
         Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{summary['run_id']}/summary.json"
     )
     assert json.loads(stored["Body"].read())["status"] == "success"
+
+    after = published_run(pipeline_run_id)
+    (entry,) = after["entries"]
+    assert (entry["status"], entry["path"]) == ("success", before["entries"][0]["path"]), "updated in place"
+    statuses = _test_statuses(after)
+    assert "flaky" not in statuses, "the failure entry is gone: replaced by the new try's results"
+    assert statuses["Fill Cluster with single GPU Jobs"] == "success", "flaky's suite entry, second try"
+    assert set(statuses.values()) == {"success"}
+    assert (
+        after["metrics"]["scenarios"]["flaky"]["window"] != before["metrics"]["scenarios"]["flaky"]["window"]
+    )
+
+
+def _summary(airflow_api: httpx.Client, run_id: str) -> dict[str, Any]:
+    value = airflow_api.get(
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/publish_results/xcomEntries/summary",
+        params={"deserialize": True},
+    ).json()["value"]
+    return dict(value if isinstance(value, dict) else json.loads(value))
+
+
+def _test_statuses(published: dict[str, Any]) -> dict[str, str]:
+    return {test["test_name"]: test["status"] for test in published["results"]["results"]["tests"]}
