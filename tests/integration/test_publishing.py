@@ -13,7 +13,7 @@ import pytest
 from kai_scale.hooks.results_store import ObjectChanged, ResultsStore
 from kai_scale.output_keys import manifest_key
 from kai_scale.publishing.manifest import ManifestError
-from kai_scale.publishing.publisher import PublishedRun, publish_run
+from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
 from localenv import settings as localenv_settings
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
@@ -125,3 +125,26 @@ def test_a_conditional_write_loses_to_a_change_since_the_read(prefix: str) -> No
     with pytest.raises(ObjectChanged):
         store.write_conditionally(key=key, text='{"lost": true}', etag=first.etag)
     assert store.read_text(key) == '{"changed": true}'
+
+
+def test_an_unreachable_bucket_is_a_clear_error(prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = {
+        "conn_type": "aws",
+        "login": "k",
+        "password": "s",
+        "extra": {"endpoint_url": "http://127.0.0.1:9"},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_GONE", json.dumps(gone))
+    store = ResultsStore(aws_conn_id="aws_gone", bucket="kai-scale-results", max_attempts=2)
+    with pytest.raises(
+        PublishError, match=r"could not publish run r1 to s3://kai-scale-results/test-"
+    ) as raised:
+        _publish(store, prefix, "r1")
+    assert "Could not connect to the endpoint URL" in str(raised.value)
+    assert "manifest entry was not written" in str(raised.value)
+
+
+def test_a_missing_bucket_is_a_clear_error(prefix: str) -> None:
+    store = ResultsStore(aws_conn_id="aws_default", bucket="no-such-bucket")
+    with pytest.raises(PublishError, match="NoSuchBucket"):
+        _publish(store, prefix, "r1")

@@ -38,11 +38,14 @@ class ResultsStore:
 
     :param aws_conn_id: Airflow connection (its extra may set ``endpoint_url``).
     :param bucket: the results bucket.
+    :param max_attempts: tries of each request; transient errors (5xx, throttling, connection errors)
+        are retried with exponential backoff and jitter (botocore's standard retry mode).
     """
 
-    def __init__(self, *, aws_conn_id: str, bucket: str) -> None:
+    def __init__(self, *, aws_conn_id: str, bucket: str, max_attempts: int = 8) -> None:
         self.aws_conn_id = aws_conn_id
         self.bucket = bucket
+        self.max_attempts = max_attempts
 
     @cached_property
     def client(self) -> Any:
@@ -50,7 +53,9 @@ class ResultsStore:
         # Imported here: boto3 is slow to import and DAG parsing never needs it.
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook  # noqa: PLC0415
 
-        config = Config(signature_version="s3v4", retries={"max_attempts": 8, "mode": "standard"})
+        config = Config(
+            signature_version="s3v4", retries={"max_attempts": self.max_attempts, "mode": "standard"}
+        )
         return S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
 
     def presign_put(self, *, key: str, expires_seconds: int) -> str:

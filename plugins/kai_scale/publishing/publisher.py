@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from kai_scale.hooks.results_store import ObjectChanged, ResultsStore
 from kai_scale.output_keys import PublishedKeys, manifest_key, published_keys
 from kai_scale.publishing.manifest import empty_manifest, manifest_text, parse_manifest, upsert_run
@@ -23,6 +25,10 @@ from kai_scale.publishing.reports import merge_reports
 MANIFEST_ATTEMPTS = 50
 # Reports are tens of MB; the merge spills to disk beyond this.
 REPORT_MEMORY_BYTES = 32 * 1024 * 1024
+
+
+class PublishError(RuntimeError):
+    """The bucket could not be written; the manifest, written last, is unchanged."""
 
 
 class ManifestConflictError(RuntimeError):
@@ -58,6 +64,36 @@ def publish_run(
 
     :param report_keys: each scenario's Ginkgo report key (None when it has none).
     """
+    try:
+        return _publish(
+            store,
+            prefix=prefix,
+            run_id=run_id,
+            results=results,
+            metrics_text=metrics_text,
+            report_keys=report_keys,
+            entry=entry,
+            sleep=sleep,
+        )
+    except (BotoCoreError, ClientError) as error:
+        raise PublishError(
+            f"could not publish run {run_id} to s3://{store.bucket}/{prefix}: {error}. "
+            f"Its manifest entry was not written (the manifest is written last and only whole); "
+            "check the bucket, its endpoint and the credentials of the AWS connection, then clear this task"
+        ) from error
+
+
+def _publish(
+    store: ResultsStore,
+    *,
+    prefix: str,
+    run_id: str,
+    results: Mapping[str, Any],
+    metrics_text: str,
+    report_keys: Mapping[str, str | None],
+    entry: Mapping[str, Any],
+    sleep: Callable[[float], None],
+) -> PublishedRun:
     keys = published_keys(prefix=prefix, run_id=run_id)
     with tempfile.SpooledTemporaryFile(max_size=REPORT_MEMORY_BYTES) as report:
         problems = merge_reports(
