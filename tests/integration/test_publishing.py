@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
+import http.server
 import json
 import threading
+import urllib.parse
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -148,3 +151,55 @@ def test_a_missing_bucket_is_a_clear_error(prefix: str) -> None:
     store = ResultsStore(aws_conn_id="aws_default", bucket="no-such-bucket")
     with pytest.raises(PublishError, match="NoSuchBucket"):
         _publish(store, prefix, "r1")
+
+
+class _FlakyS3(http.server.BaseHTTPRequestHandler):
+    """Answers 503 SlowDown to every other request, forwards the rest to the local S3 endpoint."""
+
+    upstream = ""
+    requests = 0
+
+    def _handle(self) -> None:
+        type(self).requests += 1
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if type(self).requests % 2:
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        connection = http.client.HTTPConnection(urllib.parse.urlsplit(self.upstream).netloc, timeout=30)
+        connection.request(self.command, self.path, body=body, headers=dict(self.headers))
+        response = connection.getresponse()
+        payload = response.read()
+        self.send_response(response.status)
+        for name, value in response.getheaders():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_PUT = do_HEAD = do_POST = _handle
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+def test_transient_s3_errors_are_retried(
+    prefix: str, monkeypatch: pytest.MonkeyPatch, airflow_on_local_env: dict[str, str]
+) -> None:
+    """Every other request fails with 503 (an S3 endpoint under load); the publish still completes."""
+    _FlakyS3.upstream = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])["extra"]["endpoint_url"]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FlakyS3)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        flaky = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])
+        flaky["extra"]["endpoint_url"] = f"http://127.0.0.1:{server.server_port}"
+        monkeypatch.setenv("AIRFLOW_CONN_AWS_FLAKY", json.dumps(flaky))
+        store = ResultsStore(aws_conn_id="aws_flaky", bucket=localenv_settings.DEFAULT_BUCKET)
+        _publish(store, prefix, "r1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _FlakyS3.requests >= 10, "every request went through the flaky endpoint"
+    assert [run["run_id"] for run in _manifest(_store(), prefix)["runs"]] == ["r1"]
