@@ -41,7 +41,9 @@ def main() -> None:
     started = time.monotonic()
     dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": options.node_count})
     wall = time.monotonic() - started
-    summary = dag_run.get_task_instance("publish_results").xcom_pull(task_ids="publish_results", key="summary")
+    summary = dag_run.get_task_instance("publish_results").xcom_pull(
+        task_ids="publish_results", key="summary"
+    )
     durations = {ti.task_id: ti.duration or 0.0 for ti in dag_run.get_task_instances()}
     in_runners = 0.0
     print(f"| {options.node_count} nodes, run {dag_run.state} | seconds |")
@@ -56,7 +58,8 @@ def main() -> None:
             print(f"| {label} | {seconds:.0f} / {durations[task]:.1f} |")
     setup = sum(v for k, v in durations.items() if k.startswith("setup."))
     print(f"| setup tasks | {setup:.1f} |")
-    print(f"| metrics + publishing + teardown | {sum(durations[t] for t in ('collect_metrics', 'publish_results', 'tear_down_environment')):.1f} |")
+    closing = sum(durations[t] for t in ("collect_metrics", "publish_results", "tear_down_environment"))
+    print(f"| metrics + publishing + teardown | {closing:.1f} |")
     print(f"| whole run (dag.test wall time) | {wall:.1f} |")
     print(f"| **overhead outside runner pods** | **{wall - in_runners:.1f}** |")
 

@@ -89,12 +89,16 @@ def main() -> int:
     import kai_scale_nightly  # noqa: PLC0415 - Airflow must be configured before it is imported
 
     dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": options.node_count})
-    summary = dag_run.get_task_instance("publish_results").xcom_pull(task_ids="publish_results", key="summary")
+    summary = dag_run.get_task_instance("publish_results").xcom_pull(
+        task_ids="publish_results", key="summary"
+    )
     print()
     print(f"run {summary['run_id'] if summary else '?'} on {options.node_count} nodes: {dag_run.state}")
     if summary:
         print(table(summary))
-        print(f"summary: s3://{DEFAULT_BUCKET}/runs/{summary['run_id']}/summary.json")
+        prefix = kai_scale_nightly.settings.results_prefix
+        print(f"published: s3://{DEFAULT_BUCKET}/{prefix}{summary['run_id']}/{{results,report,metrics}}.json")
+        print(f"manifest:  s3://{DEFAULT_BUCKET}/{prefix}manifest.json")
     else:
         print("no summary: the run failed before its scenarios (see the task logs above)")
     return 0 if dag_run.state == "success" else 1
