@@ -104,12 +104,23 @@ def _series(item: dict[str, Any], points: list[list[Any]]) -> Series:
     )
 
 
-def client_from_connection(conn_id: str) -> PrometheusClient:
-    """The client of an Airflow HTTP connection.
+def base_url(*, conn_type: str | None, host: str | None, port: int | None, schema: str | None) -> str:
+    """Prometheus' URL from an Airflow connection's fields, in either form Airflow users write.
 
-    ``schema`` is the scheme (http, https), ``password`` an optional bearer token; ``host`` may also be
-    a whole URL with a path (e.g. an API server's service proxy).
+    JSON form: ``schema`` is the scheme (HttpHook's convention), ``host`` may be a whole URL. URI form
+    (``https://host:port/path``): Airflow puts the scheme in ``conn_type`` and the path in ``schema``.
     """
+    host = (host or "").rstrip("/")
+    if "://" in host:
+        return host
+    schemes = ("http", "https")
+    scheme = schema if schema in schemes else conn_type if conn_type in schemes else "http"
+    path = f"/{schema.strip('/')}" if schema and schema not in schemes else ""
+    return f"{scheme}://{host}{f':{port}' if port else ''}{path}"
+
+
+def client_from_connection(conn_id: str) -> PrometheusClient:
+    """The client of an Airflow connection (see base_url); ``password``, if set, is a bearer token."""
     from airflow.sdk import BaseHook  # noqa: PLC0415 - keeps this module importable without Airflow
     from airflow.sdk.exceptions import AirflowNotFoundException  # noqa: PLC0415
 
@@ -120,8 +131,7 @@ def client_from_connection(conn_id: str) -> PrometheusClient:
             f"Airflow connection {conn_id!r} (Prometheus) is not defined; set AIRFLOW_CONN_"
             f"{conn_id.upper()} to the Prometheus URL reachable from the workers"
         ) from error
-    host = connection.host or ""
-    if "://" not in host:
-        port = f":{connection.port}" if connection.port else ""
-        host = f"{connection.schema or 'http'}://{host}{port}"
-    return PrometheusClient(host, bearer_token=connection.password or None)
+    url = base_url(
+        conn_type=connection.conn_type, host=connection.host, port=connection.port, schema=connection.schema
+    )
+    return PrometheusClient(url, bearer_token=connection.password or None)
