@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import IO, Any
 
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 JSON_CONTENT_TYPE = "application/json"
@@ -50,8 +49,9 @@ class ResultsStore:
     @cached_property
     def client(self) -> Any:
         """The boto3 S3 client of the connection (SigV4, retrying transient errors)."""
-        # Imported here: boto3 is slow to import and DAG parsing never needs it.
+        # Imported here: boto3 and botocore are slow to import and DAG parsing never needs them.
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook  # noqa: PLC0415
+        from botocore.config import Config  # noqa: PLC0415
 
         config = Config(
             signature_version="s3v4", retries={"max_attempts": self.max_attempts, "mode": "standard"}
