@@ -64,49 +64,26 @@ def publish_run(
 
     :param report_keys: each scenario's Ginkgo report key (None when it has none).
     """
+    keys = published_keys(prefix=prefix, run_id=run_id)
     try:
-        return _publish(
-            store,
-            prefix=prefix,
-            run_id=run_id,
-            results=results,
-            metrics_text=metrics_text,
-            report_keys=report_keys,
-            entry=entry,
-            sleep=sleep,
-        )
+        with tempfile.SpooledTemporaryFile(max_size=REPORT_MEMORY_BYTES) as report:
+            problems = merge_reports(
+                report_keys,
+                lambda scenario: store.read_bytes(key) if (key := report_keys[scenario]) else None,
+                report,
+            )
+            report.seek(0)
+            store.upload(key=keys.report, fileobj=report)
+        store.write_text(key=keys.metrics, text=metrics_text)
+        store.write_text(key=keys.results, text=json.dumps(results, indent=2))
+        # Last: the entry points at objects that are already there.
+        attempts = append_to_manifest(store, key=manifest_key(prefix), entry=entry, sleep=sleep)
     except (BotoCoreError, ClientError) as error:
         raise PublishError(
             f"could not publish run {run_id} to s3://{store.bucket}/{prefix}: {error}. "
             f"Its manifest entry was not written (the manifest is written last and only whole); "
             "check the bucket, its endpoint and the credentials of the AWS connection, then clear this task"
         ) from error
-
-
-def _publish(
-    store: ResultsStore,
-    *,
-    prefix: str,
-    run_id: str,
-    results: Mapping[str, Any],
-    metrics_text: str,
-    report_keys: Mapping[str, str | None],
-    entry: Mapping[str, Any],
-    sleep: Callable[[float], None],
-) -> PublishedRun:
-    keys = published_keys(prefix=prefix, run_id=run_id)
-    with tempfile.SpooledTemporaryFile(max_size=REPORT_MEMORY_BYTES) as report:
-        problems = merge_reports(
-            report_keys,
-            lambda scenario: store.read_bytes(key) if (key := report_keys[scenario]) else None,
-            report,
-        )
-        report.seek(0)
-        store.upload(key=keys.report, fileobj=report)
-    store.write_text(key=keys.metrics, text=metrics_text)
-    store.write_text(key=keys.results, text=json.dumps(results, indent=2))
-    # Last: the entry points at objects that are already there.
-    attempts = append_to_manifest(store, key=manifest_key(prefix), entry=entry, sleep=sleep)
     return PublishedRun(
         keys=keys, manifest_key=manifest_key(prefix), manifest_attempts=attempts, problems=problems
     )
