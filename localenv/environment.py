@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -193,7 +193,7 @@ class LocalEnvironment:
         ]
         log_path = config.logs_dir / "kwokctl.log"
         env = {
-            **os.environ,
+            **_without_kubeconfig(os.environ),
             "KWOK_WORKDIR": str(config.kwok_workdir),
             "PATH": f"{binary}{os.pathsep}{os.environ.get('PATH', '')}",
         }
@@ -316,9 +316,17 @@ class LocalEnvironment:
             processes.stop(name=name, run_dir=config.run_dir)
         kwokctl = config.bin_dir / "kwokctl"
         if config.kwok_workdir.exists() and kwokctl.exists():
-            env = {**os.environ, "KWOK_WORKDIR": str(config.kwok_workdir)}
+            env = {**_without_kubeconfig(os.environ), "KWOK_WORKDIR": str(config.kwok_workdir)}
+            # Named explicitly: kwokctl removes the cluster's context from this file, and every
+            # environment's cluster has the same name.
             subprocess.run(
-                [str(kwokctl), "delete", "cluster", f"--name={settings.CLUSTER_NAME}"],
+                [
+                    str(kwokctl),
+                    "delete",
+                    "cluster",
+                    f"--name={settings.CLUSTER_NAME}",
+                    f"--kubeconfig={config.kubeconfig}",
+                ],
                 env=env,
                 capture_output=True,
                 check=False,
@@ -372,6 +380,11 @@ class LocalEnvironment:
             "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection),
             "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
         }
+
+
+def _without_kubeconfig(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment for kwokctl, without a KUBECONFIG that may belong to another environment."""
+    return {name: value for name, value in environ.items() if name != "KUBECONFIG"}
 
 
 def _kwok_module_dir() -> Path:

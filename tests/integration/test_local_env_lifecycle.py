@@ -62,7 +62,16 @@ def test_component_that_does_not_come_up_is_named_and_nothing_is_left(
     assert not any(port_in_use(port) for port in second.config.ports.by_component().values())
 
 
-def test_down_leaves_no_process_port_or_directory(local_env: LocalEnvironment, tmp_path: Path) -> None:
+def test_down_leaves_no_process_port_or_directory(
+    local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also leaves alone the kubeconfig of another environment that KUBECONFIG points at.
+
+    (``eval "$(make -s local-env)"`` exports it; both clusters have the same name, so a kwokctl
+    that fell back on KUBECONFIG would remove the other environment's context.)
+    """
+    monkeypatch.setenv("KUBECONFIG", str(local_env.config.kubeconfig))
+    kubeconfig_before = local_env.config.kubeconfig.read_text()
     home = tmp_path / "full"
     second = _second_environment(local_env, home)
     try:
@@ -76,6 +85,7 @@ def test_down_leaves_no_process_port_or_directory(local_env: LocalEnvironment, t
     assert not list(processes_under(str(home)))
     assert not any(os.path.exists(f"/proc/{pid}") and _not_zombie(pid) for pid in pids)
     assert not any(port_in_use(port) for port in second.config.ports.by_component().values())
+    assert local_env.config.kubeconfig.read_text() == kubeconfig_before
 
 
 def _not_zombie(pid: int) -> bool:
