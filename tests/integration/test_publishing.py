@@ -105,15 +105,19 @@ def test_twenty_concurrent_publishers_lose_no_entry(prefix: str) -> None:
     assert max(attempts) > 1, "the publishers really raced (some conditional writes lost and retried)"
 
 
-def test_a_corrupt_manifest_is_refused_and_left_intact(prefix: str) -> None:
+@pytest.mark.parametrize(
+    ("corrupt", "problem"),
+    [
+        (b'{"runs": [{"timestamp": "2026-11-01T02:00:00Z", "path": "Public/old/res', "is not valid JSON"),
+        (b'{"runs": [{"path": "Public/\xff\xfe/results.json"}]}', "is not UTF-8 text"),
+    ],
+)
+def test_a_corrupt_manifest_is_refused_and_left_intact(prefix: str, corrupt: bytes, problem: str) -> None:
     store = _store()
-    corrupt = '{"runs": [{"timestamp": "2026-11-01T02:00:00Z", "path": "Public/old/res'
-    store.write_text(key=manifest_key(prefix), text=corrupt)
-    with pytest.raises(
-        ManifestError, match=f"{manifest_key(prefix)} is not valid JSON.*refusing to overwrite"
-    ):
+    store.client.put_object(Bucket=store.bucket, Key=manifest_key(prefix), Body=corrupt)
+    with pytest.raises(ManifestError, match=f"{manifest_key(prefix)} {problem}.*refusing to overwrite"):
         _publish(store, prefix, "r1")
-    assert store.read_text(manifest_key(prefix)) == corrupt
+    assert store.read_bytes(manifest_key(prefix)) == corrupt
 
 
 def test_a_conditional_write_loses_to_a_change_since_the_read(prefix: str) -> None:

@@ -22,9 +22,9 @@ class ObjectChanged(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Versioned:
-    """An object's text and the ETag it had when read."""
+    """An object's bytes and the ETag it had when read."""
 
-    text: str
+    body: bytes
     etag: str
 
 
@@ -87,11 +87,11 @@ class ResultsStore:
         return None if raw is None else raw.decode("utf-8", errors="replace")
 
     def read_versioned(self, key: str) -> Versioned | None:
-        """The object's text with its ETag (for a conditional write back), or None when it does not exist."""
+        """The object's bytes with its ETag (for a conditional write back), or None when it does not exist."""
         response = self._get(key)
         if response is None:
             return None
-        return Versioned(text=response["Body"].read().decode("utf-8"), etag=str(response["ETag"]))
+        return Versioned(body=bytes(response["Body"].read()), etag=str(response["ETag"]))
 
     def write_conditionally(self, *, key: str, text: str, etag: str | None) -> None:
         """Write only if the object still has ``etag`` (None: only if it does not exist yet).

@@ -15,9 +15,14 @@ class ManifestError(ValueError):
     """The manifest exists but is not a manifest; publishing stops rather than overwrite it."""
 
 
-def parse_manifest(text: str, *, key: str) -> dict[str, Any]:
+def parse_manifest(body: bytes | str, *, key: str) -> dict[str, Any]:
     """The manifest document; raise ManifestError naming ``key`` when it is not ``{"runs": [...]}``."""
     refusal = f"refusing to overwrite {key}: fix or restore it (e.g. from the bucket's object versions)"
+    try:
+        text = body.decode("utf-8") if isinstance(body, bytes) else body
+    except UnicodeDecodeError as error:
+        # Decoding leniently and writing back would replace the undecodable history for good.
+        raise ManifestError(f"{key} is not UTF-8 text ({error}); {refusal}") from error
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:

@@ -103,7 +103,7 @@ def append_to_manifest(
     """
     for attempt in range(1, attempts + 1):
         current = store.read_versioned(key)
-        manifest = parse_manifest(current.text, key=key) if current else empty_manifest()
+        manifest = parse_manifest(current.body, key=key) if current else empty_manifest()
         try:
             store.write_conditionally(
                 key=key,

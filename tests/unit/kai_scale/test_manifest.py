@@ -57,9 +57,10 @@ def test_round_trip() -> None:
         ('{"runs": {}}', "is not a manifest"),
         ('{"runs": [1]}', "every entry of 'runs' must be an object"),
         ("", "is not valid JSON"),
+        (b'{"runs": [{"path": "\xff"}]}', "is not UTF-8 text"),
     ],
 )
-def test_a_corrupt_manifest_is_refused_by_name(text: str, message: str) -> None:
+def test_a_corrupt_manifest_is_refused_by_name(text: str | bytes, message: str) -> None:
     with pytest.raises(ManifestError, match=message) as raised:
         parse_manifest(text, key=KEY)
     assert KEY in str(raised.value)
