@@ -13,6 +13,8 @@ mkdir -p "$log_dir"
 
 # Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files.
 KWOK_VERSION="v0.8.0"
+# The helm of the Airflow image (docker/airflow/Dockerfile); the tests install local charts with it.
+HELM_VERSION="v3.19.5"
 # The toolchain on the machine must build everything: never let go fetch another one.
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
@@ -92,11 +94,27 @@ build_kwok() {
   echo "$dir"
 }
 
+build_helm() {
+  local dir="$cache_root/bin/helm-$HELM_VERSION-$(go env GOVERSION)" log="$log_dir/helm-$HELM_VERSION.log"
+  if [[ ! -x "$dir/helm" ]]; then
+    echo "building helm $HELM_VERSION (log: $log)" >&2
+    mkdir -p "$dir.tmp"
+    GOBIN="$dir.tmp" go install -trimpath \
+      -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+      "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >"$log" 2>&1 ||
+      { rm -rf "$dir.tmp"; fail "building helm $HELM_VERSION failed; see $log"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  # Not in bin/current: a worker without helm is the local environment's default; tests opt in.
+  ln -sfn "$dir" "$cache_root/bin/helm"
+}
+
 # One directory of links, so the rest of the environment needs a single path.
 bin_dir="$cache_root/bin/current"
 kubernetes_dir="$(build_kubernetes)"
 etcd_dir="$(build_etcd)"
 kwok_dir="$(build_kwok)"
+build_helm
 mkdir -p "$bin_dir"
 for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$kwok_dir"/*; do
   ln -sfn "$binary" "$bin_dir/$(basename "$binary")"

@@ -81,6 +81,15 @@ class Settings:
         return cls(home=home, bin_dir=cache / "bin" / "current", ports=Ports.from_environment())
 
     @property
+    def helm_dir(self) -> Path:
+        """Directory of the helm binary built by localenv/build.sh.
+
+        Kept apart from ``bin_dir``: a worker of the local environment has no helm unless it puts this
+        directory on its PATH (the charts of installs.yaml cannot be fetched here).
+        """
+        return self.bin_dir.parent / "helm"
+
+    @property
     def kubeconfig(self) -> Path:
         """The kubeconfig of the local cluster (admin credentials)."""
         return self.home / "kubeconfig"

@@ -207,10 +207,15 @@ def install_fake_gpu_operator(
             "the fake GPU operator is not installed and helm is not on the worker's PATH; "
             f"install helm on the worker or install the chart {spec['chart']} {spec['version']} by hand"
         )
-    helm.run(helm.upgrade_install_argv(chart=_chart("fake-gpu-operator", spec), kubeconfig=None))
+    with cluster.cli_kubeconfig() as kubeconfig:
+        changed = helm.ensure_release(_chart("fake-gpu-operator", spec), kubeconfig=kubeconfig)
+    lines = [f"fake-gpu-operator {spec['version']} {'installed' if changed else 'up to date'}"]
     for deployment in spec.get("delete_deployments") or []:
-        cluster.delete(api_version="apps/v1", kind="Deployment", name=deployment, namespace=spec["namespace"])
-    return [f"installed fake-gpu-operator {spec['version']}"]
+        deleted = cluster.delete(
+            api_version="apps/v1", kind="Deployment", name=deployment, namespace=spec["namespace"]
+        )
+        lines.append(f"deployment {deployment}: {'deleted' if deleted else 'absent'}")
+    return lines
 
 
 def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any]) -> list[str]:
@@ -224,9 +229,10 @@ def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any]) -> lis
             "of the pipeline's Prometheus connection (the local environment runs its own)"
         ]
     lines = []
-    for release in ("kube-prometheus-stack", "pyroscope"):
-        helm.run(helm.upgrade_install_argv(chart=_chart(release, charts[release]), kubeconfig=None))
-        lines.append(f"{release} {charts[release]['version']} installed or up to date")
+    with cluster.cli_kubeconfig() as kubeconfig:
+        for release in ("kube-prometheus-stack", "pyroscope"):
+            changed = helm.ensure_release(_chart(release, charts[release]), kubeconfig=kubeconfig)
+            lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")
     return lines
 
 

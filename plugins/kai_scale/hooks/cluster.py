@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Any
 
@@ -39,6 +42,32 @@ class ClusterHook:
     def dynamic(self) -> DynamicClient:
         """A client for any kind, discovered from the API server."""
         return DynamicClient(self.api_client)
+
+    @contextmanager
+    def cli_kubeconfig(self) -> Iterator[str | None]:
+        """A kubeconfig path for command-line tools (helm) that reaches this connection's cluster.
+
+        The connection's ``kube_config_path``, or its inline ``kube_config`` written to a private file
+        for the duration; None (the tool's own default: in-cluster or ``KUBECONFIG``) when it has
+        neither, as the connection's client does then.
+        """
+        extra = KubernetesHook.get_connection(self.conn_id).extra_dejson
+        if extra.get("kube_config_path"):
+            yield str(extra["kube_config_path"])
+            return
+        inline = extra.get("kube_config")
+        if not inline:
+            yield None
+            return
+        text = inline if isinstance(inline, str) else json.dumps(inline)
+        # mkstemp creates the file readable by its owner only: it holds credentials.
+        handle, path = tempfile.mkstemp(prefix="kai-scale-kubeconfig-")
+        try:
+            with os.fdopen(handle, "w") as file:
+                file.write(text)
+            yield path
+        finally:
+            os.unlink(path)
 
     def _unreachable(self, error: Exception) -> ClusterUnreachable:
         host = self.api_client.configuration.host

@@ -1,0 +1,189 @@
+"""The setup's helm path: a real helm (built from Go modules) against the local API server.
+
+The charts that include/manifests/installs.yaml pins cannot be fetched here, so these tests install
+small local charts of their own in their place, shaped like what the setup relies on: the fake GPU
+operator's ``topology`` ConfigMap and the two Deployments KAI's setup removes. helm, the API server,
+the Airflow connection and the setup code are the real ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from kai_scale import cluster_setup
+from kai_scale.hooks import helm
+from kai_scale.hooks.cluster import ClusterHook
+from localenv.environment import LocalEnvironment
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
+
+FAKE_GPU_OPERATOR_TEMPLATES = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: topology
+data:
+  gpuCount: "{{ .Values.topology.nodePools.default.gpuCount }}"
+{{- range list "device-plugin" "nvidia-dcgm-exporter" "status-updater" }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ . }}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: {{ . }}}}
+  template:
+    metadata: {labels: {app: {{ . }}}}
+    spec: {containers: [{name: main, image: pause}]}
+{{- end }}
+"""
+CONFIG_MAP_TEMPLATE = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Chart.Name }}
+data: {}
+"""
+
+
+def _write_chart(root: Path, *, name: str, version: str, templates: str, values: dict[str, Any]) -> Path:
+    chart = root / name
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(yaml.safe_dump({"apiVersion": "v2", "name": name, "version": version}))
+    (chart / "values.yaml").write_text(yaml.safe_dump(values))
+    (chart / "templates" / "objects.yaml").write_text(templates)
+    return chart
+
+
+@pytest.fixture
+def helm_worker(local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A worker with helm on its PATH and a default kubeconfig that leads nowhere.
+
+    helm must then reach the cluster through the Airflow connection's kubeconfig, or fail.
+    """
+    helm_dir = local_env.config.helm_dir
+    assert (helm_dir / "helm").exists(), f"helm is built by localenv/build.sh into {helm_dir}"
+    monkeypatch.setenv("PATH", f"{helm_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    for variable in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
+        monkeypatch.setenv(variable, str(tmp_path / variable.lower()))
+
+
+def _helm(*args: str) -> str:
+    """Run helm on the cluster of the pipeline's Kubernetes connection."""
+    with ClusterHook(conn_id="kubernetes_default").cli_kubeconfig() as kubeconfig:
+        assert kubeconfig is not None, "the local environment's connection names its kubeconfig"
+        return helm.run(["helm", *args, "--kubeconfig", kubeconfig])
+
+
+def _releases(namespace: str) -> dict[str, dict[str, Any]]:
+    return {release["name"]: release for release in json.loads(_helm("list", "-n", namespace, "-o", "json"))}
+
+
+@pytest.fixture
+def release_namespace(core: client.CoreV1Api) -> Iterator[str]:
+    """The namespace the test's releases go to (created by helm), removed with them afterwards."""
+    name = f"helm-test-{uuid.uuid4().hex[:8]}"
+    yield name
+    for release in _releases(name):
+        _helm("uninstall", release, "-n", name)
+    with contextlib.suppress(client.ApiException):  # absent when the test failed before helm ran
+        core.delete_namespace(name, grace_period_seconds=0)
+
+
+@pytest.mark.usefixtures("helm_worker")
+def test_fake_gpu_operator_is_installed_with_its_values_and_trimmed(
+    tmp_path: Path, release_namespace: str, api_client: client.ApiClient
+) -> None:
+    chart = _write_chart(
+        tmp_path,
+        name="fake-gpu-operator",
+        version="0.0.73",
+        templates=FAKE_GPU_OPERATOR_TEMPLATES,
+        values={"topology": {"nodePools": {"default": {"gpuCount": 2}}}},
+    )
+    installs = {
+        "charts": {
+            "fake-gpu-operator": {
+                "chart": str(chart),
+                "version": "0.0.73",
+                "namespace": release_namespace,
+                "set": {"topology.nodePools.default.gpuCount": "8"},
+                "delete_deployments": ["nvidia-dcgm-exporter", "device-plugin"],
+            }
+        }
+    }
+    cluster = ClusterHook(conn_id="kubernetes_default")
+
+    lines = cluster_setup.install_fake_gpu_operator(cluster, installs=installs, include_dir=REPO / "include")
+
+    assert lines == [
+        "fake-gpu-operator 0.0.73 installed",
+        "deployment nvidia-dcgm-exporter: deleted",
+        "deployment device-plugin: deleted",
+    ]
+    topology = client.CoreV1Api(api_client).read_namespaced_config_map("topology", release_namespace)
+    assert topology.data == {"gpuCount": "8"}, "the --set value reached the chart"
+    remaining = client.AppsV1Api(api_client).list_namespaced_deployment(release_namespace).items
+    assert [d.metadata.name for d in remaining] == ["status-updater"]
+    again = cluster_setup.install_fake_gpu_operator(cluster, installs=installs, include_dir=REPO / "include")
+    assert again == ["fake GPU operator already installed"]
+
+
+@pytest.mark.usefixtures("helm_worker")
+def test_monitoring_charts_are_installed_once_then_left_as_they_are(
+    tmp_path: Path, release_namespace: str
+) -> None:
+    charts = {
+        release: {
+            "chart": str(
+                _write_chart(
+                    tmp_path, name=release, version=version, templates=CONFIG_MAP_TEMPLATE, values={}
+                )
+            ),
+            "version": version,
+            "namespace": release_namespace,
+        }
+        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
+    }
+    cluster = ClusterHook(conn_id="kubernetes_default")
+
+    first = cluster_setup.install_monitoring(cluster, installs={"charts": charts})
+    second = cluster_setup.install_monitoring(cluster, installs={"charts": charts})
+
+    assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
+    assert second == ["kube-prometheus-stack 62.7.0 up to date", "pyroscope 1.12.0 up to date"]
+    releases = _releases(release_namespace)
+    assert {name: (r["chart"], r["revision"]) for name, r in releases.items()} == {
+        "kube-prometheus-stack": ("kube-prometheus-stack-62.7.0", "1"),
+        "pyroscope": ("pyroscope-1.12.0", "1"),
+    }, "the re-run setup did not upgrade the releases"
+
+
+def test_an_inline_kubeconfig_is_a_private_file_for_the_command_only(
+    local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = local_env.config.kubeconfig.read_text()
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBE_INLINE",
+        json.dumps({"conn_type": "kubernetes", "extra": {"kube_config": text, "in_cluster": False}}),
+    )
+    with ClusterHook(conn_id="kube_inline").cli_kubeconfig() as kubeconfig:
+        assert kubeconfig is not None
+        path = Path(kubeconfig)
+        assert path.read_text() == text
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert not path.exists()
