@@ -34,8 +34,7 @@ typecheck: venv ## mypy strict on the package and the local environment
 test: lint typecheck local-deps ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
-local-deps: venv ## build (once, cached) the control-plane binaries and install Prometheus
-	localenv/install-system-deps.sh
+local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
 
 local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint

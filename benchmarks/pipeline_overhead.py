@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO)]
 
-from localenv.demo import _prepare_airflow  # noqa: E402
+from localenv.demo import prepare_airflow  # noqa: E402
 from localenv.environment import LocalEnvironment  # noqa: E402
 from localenv.settings import Settings  # noqa: E402
 
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--node-count", type=int, default=500)
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
-    _prepare_airflow(environment)
+    prepare_airflow(environment)
     sys.path[:0] = [str(REPO / "plugins"), str(REPO / "dags")]
     import kai_scale_nightly  # noqa: PLC0415 - after Airflow is configured
 

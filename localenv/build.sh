@@ -5,6 +5,8 @@
 # Usage: localenv/build.sh            build what is missing, print the bin directory
 # Env:   KAI_LOCALENV_CACHE           cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
 set -euo pipefail
+# Each component is built inside $(...), where bash would otherwise turn errexit off.
+shopt -s inherit_errexit
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache_root="${KAI_LOCALENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kai-scale-pipeline}"
@@ -29,7 +31,9 @@ command -v go >/dev/null 2>&1 ||
 
 module_version() { # <wrapper dir> <module path>: read from go.mod, so no module is loaded for it
   local version
-  version="$(awk -v m="$2" '$1 == m && $2 ~ /^v/ {print $2; exit}' "$here/go/$1/go.mod")"
+  # Either form: "require <module> <version>" or a line of a require block.
+  version="$(awk -v m="$2" '$1 == "require" && $2 == m {print $3; exit} $1 == m && $2 ~ /^v/ {print $2; exit}' \
+    "$here/go/$1/go.mod")"
   [[ -n "$version" ]] || fail "$here/go/$1/go.mod does not require $2"
   echo "$version"
 }
@@ -81,6 +85,31 @@ build_etcd() {
   echo "$dir"
 }
 
+build_prometheus() {
+  local version key dir log
+  version="$(module_version prometheus github.com/prometheus/prometheus)"
+  key="$(content_key "$here/go/prometheus/go.mod" "$here/go/prometheus/go.sum")"
+  dir="$cache_root/bin/prometheus-$version-$key"
+  log="$log_dir/prometheus-$version.log"
+  if [[ ! -x "$dir/prometheus" ]]; then
+    echo "building prometheus $version (log: $log)" >&2
+    # Module v0.3XX.Y is Prometheus 3.XX.Y; kwokctl reads the release from --version.
+    local minor="${version#v0.}" patch
+    patch="${minor#*.}"
+    minor="${minor%%.*}"
+    local release="3.$((minor - 300)).$patch"
+    local pkg=github.com/prometheus/common/version
+    mkdir -p "$dir.tmp"
+    # remove_all_sd keeps only the file and HTTP service discovery kwokctl's configuration uses.
+    (cd "$here/go/prometheus" && go build -trimpath -tags remove_all_sd \
+      -ldflags "-s -w -X $pkg.Version=$release -X $pkg.Branch=release -X $pkg.Revision=$version" \
+      -o "$dir.tmp/prometheus" github.com/prometheus/prometheus/cmd/prometheus) >"$log" 2>&1 ||
+      { rm -rf "$dir.tmp"; fail "building prometheus $version failed; see $log"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir"
+}
+
 build_kwok() {
   local dir="$cache_root/bin/kwok-$KWOK_VERSION-$(go env GOVERSION)" log="$log_dir/kwok-$KWOK_VERSION.log"
   if [[ ! -x "$dir/kwokctl" ]]; then
@@ -113,10 +142,11 @@ build_helm() {
 bin_dir="$cache_root/bin/current"
 kubernetes_dir="$(build_kubernetes)"
 etcd_dir="$(build_etcd)"
+prometheus_dir="$(build_prometheus)"
 kwok_dir="$(build_kwok)"
 build_helm
 mkdir -p "$bin_dir"
-for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$kwok_dir"/*; do
+for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$prometheus_dir"/* "$kwok_dir"/*; do
   ln -sfn "$binary" "$bin_dir/$(basename "$binary")"
 done
 echo "$bin_dir"

@@ -19,7 +19,7 @@ from localenv.settings import DEFAULT_BUCKET, Settings
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _prepare_airflow(environment: LocalEnvironment) -> None:
+def prepare_airflow(environment: LocalEnvironment) -> None:
     """Point Airflow at this repository and the local environment; must run before Airflow is imported."""
     home = environment.config.home / "airflow"
     os.environ.update(environment.exports())
@@ -84,7 +84,7 @@ def main() -> int:
     if not environment.is_up():
         print("the local environment is not running: start it with `make local-up`", file=sys.stderr)
         return 1
-    _prepare_airflow(environment)
+    prepare_airflow(environment)
     sys.path[:0] = [str(REPO / "plugins"), str(REPO / "dags")]
     import kai_scale_nightly  # noqa: PLC0415 - Airflow must be configured before it is imported
 

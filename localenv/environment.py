@@ -31,6 +31,7 @@ BINARIES = (
     "kube-scheduler",
     "kubectl",
     "etcd",
+    "prometheus",
     "kwok",
     "kwokctl",
 )
@@ -122,8 +123,6 @@ class LocalEnvironment:
                 f"missing binaries in {self.config.bin_dir}: {', '.join(missing)}; "
                 "build them with `make local-deps` (localenv/build.sh)"
             )
-        if shutil.which("prometheus") is None:
-            raise ComponentError("prometheus is not on PATH; install it with localenv/install-system-deps.sh")
 
     def _check_ports(self) -> None:
         busy = [
@@ -178,7 +177,7 @@ class LocalEnvironment:
             f"--kube-scheduler-binary={binary / 'kube-scheduler'}",
             f"--kwok-controller-binary={binary / 'kwok'}",
             f"--etcd-binary={binary / 'etcd'}",
-            f"--prometheus-binary={shutil.which('prometheus')}",
+            f"--prometheus-binary={binary / 'prometheus'}",
             f"--kube-apiserver-port={config.ports.kube_apiserver}",
             f"--controller-port={config.ports.kwok_controller}",
             f"--prometheus-port={config.ports.prometheus}",

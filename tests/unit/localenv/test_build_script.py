@@ -45,3 +45,18 @@ def test_failed_build_names_the_component_and_its_log(tmp_path: Path) -> None:
     assert "module lookup disabled" in log.read_text()
     assert not (tmp_path / "cache" / "bin").exists() or not any((tmp_path / "cache" / "bin").iterdir())
     subprocess.run(["chmod", "-R", "u+w", str(tmp_path)], check=True)  # Go makes its module cache read-only
+
+
+def test_an_unpinned_component_stops_the_build_before_it_starts(tmp_path: Path) -> None:
+    """A go.mod that does not pin its module is named; nothing is built with an empty version."""
+    script = tmp_path / "localenv" / "build.sh"
+    (tmp_path / "localenv" / "go" / "kubernetes").mkdir(parents=True)
+    (tmp_path / "localenv" / "go" / "kubernetes" / "go.mod").write_text("module wrapper\n\ngo 1.25.0\n")
+    script.write_text(BUILD.read_text())
+    env = {**os.environ, "KAI_LOCALENV_CACHE": str(tmp_path / "cache"), "GOPROXY": "off"}
+    result = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 1
+    assert "go/kubernetes/go.mod does not require k8s.io/kubernetes" in result.stderr
+    assert "building" not in result.stderr
