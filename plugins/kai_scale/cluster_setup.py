@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.utils import parse_quantity
 
 from kai_scale import labels
 from kai_scale.hooks import helm
@@ -105,8 +106,32 @@ def preflight(cluster: ClusterHook) -> Inventory:
 
 
 def load_kai_tuning(include_dir: Path) -> list[dict[str, Any]]:
-    """The merge patches that tune KAI for scale (include/manifests/kai-tuning.yaml)."""
-    return list(yaml.safe_load((include_dir / "manifests" / "kai-tuning.yaml").read_text()))
+    """The merge patches that tune KAI for scale (include/manifests/kai-tuning.yaml), checked.
+
+    Raises SetupError naming the service when a request exceeds its limit: Kubernetes would refuse
+    the pods, and KAI's operator would leave the service down.
+    """
+    path = include_dir / "manifests" / "kai-tuning.yaml"
+    patches = list(yaml.safe_load(path.read_text()))
+    for patch in patches:
+        spec = (patch.get("patch") or {}).get("spec") or {}
+        for service, settings in spec.items():
+            if not isinstance(settings, dict):
+                continue
+            problems = _request_over_limit((settings.get("service") or {}).get("resources") or {})
+            if problems:
+                where = f"{path}: {patch.get('kind')} {patch.get('name')}, {service}"
+                raise SetupError(f"{where}: {'; '.join(problems)}; a request may not exceed its limit")
+    return patches
+
+
+def _request_over_limit(resources: dict[str, Any]) -> list[str]:
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    return [
+        f"{resource} request {requests[resource]} is above its limit {limits[resource]}"
+        for resource in sorted(set(requests) & set(limits))
+        if parse_quantity(requests[resource]) > parse_quantity(limits[resource])
+    ]
 
 
 def load_installs(include_dir: Path) -> dict[str, Any]:

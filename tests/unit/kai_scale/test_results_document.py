@@ -3,8 +3,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
-from kai_scale.cluster_setup import load_kai_tuning
+import pytest
+
+from kai_scale.cluster_setup import SetupError, load_kai_tuning
 from kai_scale.outcome import ScenarioOutcome
 from kai_scale.outcome import TestResult as SuiteEntry  # pytest would collect a class named Test*
 from kai_scale.publishing.results_document import (
@@ -145,3 +148,17 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         airflow_run_id="m",
     )
     assert without["commit"] == "v0.9.0"
+
+
+def test_a_request_above_its_limit_is_refused_naming_the_service(tmp_path: Path) -> None:
+    """KAI's own setup script shipped such a pair; the tuning file is checked when it is loaded."""
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    text = (REPO / "include" / "manifests" / "kai-tuning.yaml").read_text()
+    bad = text.replace("limits: {cpu: 400m, memory: 2500Mi}", "limits: {cpu: 50m, memory: 2500Mi}")
+    assert bad != text
+    (manifests / "kai-tuning.yaml").write_text(bad)
+    with pytest.raises(
+        SetupError, match=r"Config kai-config, binder: cpu request 100m is above its limit 50m"
+    ):
+        load_kai_tuning(tmp_path)
