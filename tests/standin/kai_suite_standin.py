@@ -28,6 +28,7 @@ def spec(state: str, message: str = "") -> dict[str, object]:
     return {
         "ContainerHierarchyTexts": ["Kwok scale test", "Big cluster", "Sanity Fill Cluster"],
         "LeafNodeText": "fill cluster with single GPU Jobs",
+        "LeafNodeType": "It",
         "State": state,
         "Failure": {"Message": message} if message else None,
         "RunTime": 396737854402,

@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="kai-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"scenario {scenario.name} ({scenario.kind}) on {node_count} nodes, run {run_id}", flush=True)
+    started_at = _now()
     try:
         outcome = run_scenario(
             scenario=scenario, node_count=node_count, run_id=run_id, namespace=namespace, workdir=workdir
@@ -147,12 +148,13 @@ def main(argv: list[str] | None = None) -> int:
             kind=scenario.kind,
             status="failure",
             reason=f"the runner crashed: {type(error).__name__}: {error}",
-            started_at=_now(),
+            started_at=started_at,  # the metrics window covers what ran before the crash
             finished_at=_now(),
         )
     outcome = dataclasses.replace(outcome, kai_commit_hash=kai_commit_hash())
     (workdir / RESULT_FILE).write_text(outcome.to_json())
-    files = {"result": workdir / RESULT_FILE, "report": workdir / ginkgo.REPORT_FILE}
+    # result.json last: once it is there, the outputs it describes are too.
+    files = {"report": workdir / ginkgo.REPORT_FILE, "result": workdir / RESULT_FILE}
     try:
         uploaded = outputs.upload_all(files=files, urls=urls)
     except outputs.UploadError as error:

@@ -13,6 +13,18 @@ SUITE_RESULTS_FILE = "kwok_scale_test.json"
 REPORT_FILE = "report.json"
 # Where the runner image puts the suite compiled with `go test -c ./test/e2e/scale` (see runner/Dockerfile).
 DEFAULT_SUITE_BINARY = "/usr/local/bin/kai-scale-suite.test"
+# At most this much of a scenario's timeout is kept back for writing and uploading its outputs.
+SUITE_TIMEOUT_MARGIN_SECONDS = 120
+
+
+def suite_timeout_seconds(scenario: Scenario) -> int:
+    """The suite's own timeout: inside the pod's deadline (the scenario's timeout), with a margin.
+
+    Ginkgo then ends a hung spec itself and writes its report, and the runner still has time to
+    upload it, before Kubernetes kills the pod at the deadline.
+    """
+    timeout = int(scenario.timeout.total_seconds())
+    return max(timeout - min(SUITE_TIMEOUT_MARGIN_SECONDS, timeout // 10), 1)
 
 
 def suite_argv(*, suite_binary: str, run: GinkgoRun, scenario: Scenario, workdir: Path) -> list[str]:
@@ -21,7 +33,7 @@ def suite_argv(*, suite_binary: str, run: GinkgoRun, scenario: Scenario, workdir
         suite_binary,
         f"--ginkgo.focus={run.focus}",
         f"--ginkgo.json-report={workdir / REPORT_FILE}",
-        f"--ginkgo.timeout={int(scenario.timeout.total_seconds())}s",
+        f"--ginkgo.timeout={suite_timeout_seconds(scenario)}s",
         "--ginkgo.v",
         "--ginkgo.no-color",
     ]

@@ -42,16 +42,30 @@ def read_suite_results(text: str | None) -> tuple[tuple[TestResult, ...], str | 
     return tests, None
 
 
-def failed_specs(report_text: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """Failed spec reports from the Ginkgo JSON report, and a problem description if it is unreadable."""
+def spec_reports(report_text: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """All spec reports of the Ginkgo JSON report, and a problem description if it is unreadable."""
     if report_text is None:
         return [], "the suite wrote no Ginkgo JSON report"
     try:
         suites = json.loads(report_text)
-        specs = [spec for suite in suites for spec in suite.get("SpecReports") or []]
+        return [spec for suite in suites for spec in suite.get("SpecReports") or []], None
     except (json.JSONDecodeError, AttributeError, TypeError) as error:
         return [], f"the Ginkgo JSON report is unreadable (truncated?): {error}"
-    return [spec for spec in specs if spec.get("State") in FAILED_STATES], None
+
+
+def failed_specs(report_text: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """Failed spec reports from the Ginkgo JSON report, and a problem description if it is unreadable."""
+    specs, problem = spec_reports(report_text)
+    return [spec for spec in specs if spec.get("State") in FAILED_STATES], problem
+
+
+def ran_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The specs that ran: ``It`` nodes (suite setup nodes left out) that were not skipped or pending."""
+    return [
+        spec
+        for spec in specs
+        if spec.get("LeafNodeType", "It") == "It" and spec.get("State") not in ("skipped", "pending")
+    ]
 
 
 def spec_name(spec: dict[str, Any]) -> str:
@@ -62,7 +76,8 @@ def spec_name(spec: dict[str, Any]) -> str:
 def verdict(*, exit_code: int, suite_json: str | None, report_json: str | None) -> SuiteVerdict:
     """Decide the scenario's status from everything the suite left behind."""
     tests, suite_problem = read_suite_results(suite_json)
-    failures, report_problem = failed_specs(report_json)
+    specs, report_problem = spec_reports(report_json)
+    failures = [spec for spec in specs if spec.get("State") in FAILED_STATES]
     written = {test.test_name for test in tests}
     missing_entries = tuple(
         TestResult(
@@ -77,8 +92,11 @@ def verdict(*, exit_code: int, suite_json: str | None, report_json: str | None) 
     if exit_code != 0 and not reasons:
         reasons.append(f"the suite exited with code {exit_code}")
     reasons += [problem for problem in (suite_problem, report_problem) if problem]
+    if report_problem is None and not ran_specs(specs):
+        # A focus that matches nothing (a typo, a renamed context) exits 0 and measures nothing.
+        reasons.append("no spec ran: the scenario's focus matched none of the suite's specs")
     failed = exit_code != 0 or bool(failures) or any(t.status != "success" for t in tests)
-    if not failed and (suite_problem or report_problem):
+    if not failed and (suite_problem or report_problem or not ran_specs(specs)):
         failed = True
     if failed and not reasons:
         reasons.append("the suite reported a failed test")

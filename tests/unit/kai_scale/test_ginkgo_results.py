@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from kai_scale.runner.ginkgo import suite_timeout_seconds
 from kai_scale.runner.ginkgo_results import verdict
+from kai_scale.scenarios.model import Scenario
 
 ENTRY = {
     "test_name": "Fill Cluster with single GPU Jobs",
@@ -66,3 +70,25 @@ def test_missing_report_and_truncated_results() -> None:
 def test_an_entry_written_as_failure_fails_it() -> None:
     suite = json.dumps({"status": "failure", "tests": [{**ENTRY, "status": "failure"}]})
     assert verdict(exit_code=0, suite_json=suite, report_json=_report("passed")).status == "failure"
+
+
+def test_a_focus_that_matches_no_spec_fails_it() -> None:
+    """Ginkgo exits 0 when the focus selects nothing; the scenario measured nothing."""
+    for report in (_report("skipped", "skipped"), "[]"):
+        result = verdict(exit_code=0, suite_json=None, report_json=report)
+        assert result.status == "failure"
+        assert result.reason == "no spec ran: the scenario's focus matched none of the suite's specs"
+
+
+def test_suite_setup_nodes_do_not_count_as_specs_that_ran() -> None:
+    report = json.loads(_report("skipped"))
+    report[0]["SpecReports"].append({"LeafNodeType": "BeforeSuite", "State": "passed"})
+    assert verdict(exit_code=0, suite_json=None, report_json=json.dumps(report)).status == "failure"
+
+
+@pytest.mark.parametrize(("timeout", "suite_timeout"), [("90m", 5280), ("10m", 540), ("30s", 27), ("5s", 5)])
+def test_the_suite_times_out_inside_the_pods_deadline(timeout: str, suite_timeout: int) -> None:
+    scenario = Scenario.model_validate(
+        {"name": "s", "description": "d", "timeout": timeout, "run": {"kind": "ginkgo", "focus": "x"}}
+    )
+    assert suite_timeout_seconds(scenario) == suite_timeout
