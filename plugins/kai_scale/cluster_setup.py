@@ -312,7 +312,8 @@ def teardown(cluster: ClusterHook, *, run_id: str, existing: dict[str, list[str]
     What the run created: objects with its labels, and what appeared since the preflight. Installed
     infrastructure (KWOK, operators, monitoring, KAI's tuning) stays for the next run.
     """
-    lines = []
+    # First, so an unreachable cluster is one clear error rather than a client traceback.
+    lines = [f"API server {cluster.server_version()}"]
     run_selector = f"{labels.RUN_ID}={labels.label_value(run_id)}"
     for api_version, kind in (("v1", "Pod"), ("batch/v1", "Job")):
         count = cluster.delete_labelled(api_version=api_version, kind=kind, selector=run_selector)

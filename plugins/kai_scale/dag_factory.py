@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Param, XComArg, chain, task
+from airflow.sdk import DAG, Param, TriggerRule, XComArg, chain, task
 from airflow.sdk.definitions.taskgroup import TaskGroup
 
 from kai_scale import cluster_setup
@@ -91,6 +91,12 @@ def build_nightly_dag(
 ) -> DAG:
     """The nightly scale-test DAG for ``scenarios``."""
     names = [s.name for s in scenarios]
+    profile = load_profile(settings.include_dir / METRICS_PROFILE)
+    for scenario in scenarios:
+        # At parse time, so a clash is an import error rather than a crash of collect_metrics.
+        profile.with_additions(
+            scenario.metrics, owner=f"scenario file {settings.include_dir}/scenarios/{scenario.name}.yaml"
+        )
     schema = param_schema(scenario_names=names, enabled=[s.name for s in scenarios if s.enabled])
     cluster = ClusterHook(conn_id=settings.kubernetes_conn_id)
 
@@ -118,6 +124,10 @@ def build_nightly_dag(
         teardown = _teardown_task(cluster=cluster)
         setups[-1] >> scenario_tasks >> metrics >> publish >> teardown
         teardown.as_teardown(setups=setups)  # type: ignore[arg-type]  # XComArgs are accepted at run time
+        # A teardown is skipped when no setup succeeded (all_done_setup_success); ours must run even
+        # then, so an unreachable cluster or refused params still end with it and its log.
+        for operator, _ in teardown.iter_references():
+            operator.trigger_rule = TriggerRule.ALL_DONE
     return dag
 
 
@@ -219,8 +229,12 @@ def _metrics_task(*, settings: PipelineSettings, scenarios: Sequence[Scenario]) 
         ti = context["ti"]
         run_id = _run_id(context)
         store = ResultsStore(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
+        key = run_metrics_key(run_id)
         selected = [s for s in scenarios if s.name in context["params"]["scenarios"]]
-        windows = {s.name: _window(ti, s.name, _scenario_outputs(ti, store, s.name)[1]) for s in selected}
+        with store.errors_named(f"read the scenarios' results and clear {key}"):
+            # An earlier try's metrics must not be published as this try's if this one dies unwritten.
+            store.delete(key)
+            windows = {s.name: _window(ti, s.name, _scenario_outputs(ti, store, s.name)[1]) for s in selected}
         document = collect_run_metrics(
             run_id=run_id,
             profile=load_profile(settings.include_dir / METRICS_PROFILE),
@@ -228,8 +242,8 @@ def _metrics_task(*, settings: PipelineSettings, scenarios: Sequence[Scenario]) 
             windows=windows,
             connect=lambda: client_from_connection(settings.prometheus_conn_id),
         )
-        key = run_metrics_key(run_id)
-        store.write_text(key=key, text=json.dumps(document))
+        with store.errors_named(f"write {key}"):
+            store.write_text(key=key, text=json.dumps(document))
         for name, entry in document["scenarios"].items():
             print(f"{name}: metrics {entry['status']}" + (f" ({entry['reason']})" if entry["reason"] else ""))
         missing = missing_scenarios(document)
@@ -253,21 +267,23 @@ def _publish_task(
         """Publish the run: results.json, report.json, metrics.json, then its manifest entry."""
         ti, params, dag_run = context["ti"], context["params"], context["dag_run"]
         store = ResultsStore(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
-        entries = []
-        for name in names:
-            outputs, result_text = _scenario_outputs(ti, store, name)
-            entry = scenario_entry(
-                scenario=name,
-                selected=name in params["scenarios"],
-                outputs=outputs,
-                result_text=result_text,
-                report_exists=outputs is not None and store.exists(outputs["keys"]["report"]),
-            )
-            print(f"{name}: {entry.status}" + (f" ({entry.reason})" if entry.reason else ""))
-            entries.append(entry)
         run_id = _run_id(context)
-        summary = run_summary(run_id=run_id, params=params, entries=entries)
-        store.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
+        entries = []
+        with store.errors_named(f"read the outputs of run {run_id} and write its summary"):
+            for name in names:
+                outputs, result_text = _scenario_outputs(ti, store, name)
+                entry = scenario_entry(
+                    scenario=name,
+                    selected=name in params["scenarios"],
+                    outputs=outputs,
+                    result_text=result_text,
+                    report_exists=outputs is not None and store.exists(outputs["keys"]["report"]),
+                )
+                print(f"{name}: {entry.status}" + (f" ({entry.reason})" if entry.reason else ""))
+                entries.append(entry)
+            summary = run_summary(run_id=run_id, params=params, entries=entries)
+            store.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
+            metrics_text = store.read_text(run_metrics_key(run_id))
         ti.xcom_push(key=SUMMARY_XCOM_KEY, value=summary)
 
         metadata = RunMetadata(
@@ -279,7 +295,6 @@ def _publish_task(
             timestamp=timestamp(dag_run.run_after),
             service_resources=service_resources(cluster_setup.load_kai_tuning(settings.include_dir)),
         )
-        metrics_text = store.read_text(run_metrics_key(run_id))
         if metrics_text is None:
             metrics_text = json.dumps(
                 unwritten_metrics(

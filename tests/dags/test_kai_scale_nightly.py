@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,34 @@ def test_malformed_scenario_file_is_an_import_error_naming_file_and_field(
     (error,) = bag.import_errors.values()
     assert f"scenario file {include}/scenarios/reclaim.yaml: 'timeout'" in error
     assert "must be a duration like 90m" in error
+
+
+def test_a_scenario_metric_named_like_the_profiles_is_an_import_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    include = tmp_path / "include"
+    shutil.copytree(REPO / "include" / "metrics", include / "metrics")
+    (include / "scenarios").mkdir(parents=True)
+    (include / "scenarios" / "reclaim.yaml").write_text(
+        textwrap.dedent(
+            """\
+            name: reclaim
+            description: d
+            run: {kind: ginkgo, focus: Reclaim}
+            timeout: 90m
+            metrics:
+              - {name: pod_binding_rate, query: up, unit: "1"}
+            """
+        )
+    )
+    monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(include))
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert not bag.dags
+    (error,) = bag.import_errors.values()
+    assert f"scenario file {include}/scenarios/reclaim.yaml: metrics:" in error
+    assert "repeated: pod_binding_rate" in error
+
+
+def test_the_teardown_runs_whatever_became_of_the_setup(dag: DAG) -> None:
+    """Airflow skips a teardown when no setup succeeded; this one must run after a refused preflight too."""
+    assert dag.get_task("tear_down_environment").trigger_rule == "all_done"

@@ -253,9 +253,33 @@ def test_unreachable_cluster(
     states = _states(dag_run)
     assert states["setup.check_cluster"] == "failed"
     assert states["run_small_workload"] == "upstream_failed"
-    assert states["tear_down_environment"] is not None, "teardown runs after a failed setup too"
-    output = capfd.readouterr()
-    assert (
-        "cannot reach the cluster of connection 'kubernetes_default' at https://127.0.0.1:9"
-        in output.out + output.err
-    )
+    # Teardown runs after a failed setup too; here it cannot reach the cluster either, and says so.
+    assert states["tear_down_environment"] == "failed"
+    captured = capfd.readouterr()
+    output = captured.out + captured.err
+    unreachable = "cannot reach the cluster of connection 'kubernetes_default' at https://127.0.0.1:9"
+    # The tasks' tracebacks name the function that raised: check_cluster's come first.
+    before_teardown, teardown_log = output.split(", in tear_down_environment", 1)
+    assert unreachable in before_teardown, "check_cluster names the cluster"
+    assert unreachable in teardown_log, "so does the teardown"
+
+
+def test_a_missing_bucket_is_named_by_the_tasks_that_need_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The runner's upload, collect_metrics and publish_results each name the bucket; teardown runs."""
+    monkeypatch.setenv("KAI_SCALE_RESULTS_BUCKET", "no-such-bucket")
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
+    states = _states(dag_run)
+    assert states["run_small_workload"] == "failed", "its outputs could not be uploaded"
+    assert states["collect_metrics"] == "failed"
+    assert states["publish_results"] == "failed"
+    assert states["tear_down_environment"] == "success"
+    captured = capfd.readouterr()
+    output = captured.out + captured.err
+    # A workload writes no Ginkgo report, so its result.json is the only output.
+    assert "outputs not uploaded: uploading result.json failed: HTTP 404" in output
+    assert "BucketError: could not read the scenarios' results and clear runs/" in output
+    assert "BucketError: could not read the outputs of run " in output
+    assert "in s3://no-such-bucket: An error occurred (NoSuchBucket)" in output

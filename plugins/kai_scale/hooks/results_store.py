@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import IO, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 JSON_CONTENT_TYPE = "application/json"
 # SigV4 presigned URLs are valid for at most 7 days.
@@ -14,6 +16,10 @@ MAX_PRESIGN_SECONDS = 7 * 24 * 3600
 # S3 answers a lost conditional write with 412, or 409 when two conditional writes overlap.
 CONDITION_FAILED_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 NOT_FOUND_CODES = ("NoSuchKey", "404", "NotFound")
+
+
+class BucketError(RuntimeError):
+    """The results bucket could not be read or written; the message says what was being done."""
 
 
 class ObjectChanged(RuntimeError):
@@ -57,6 +63,17 @@ class ResultsStore:
             signature_version="s3v4", retries={"max_attempts": self.max_attempts, "mode": "standard"}
         )
         return S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
+
+    @contextmanager
+    def errors_named(self, doing: str) -> Iterator[None]:
+        """Turn the S3 client's errors inside the block into one BucketError saying what failed."""
+        try:
+            yield
+        except (BotoCoreError, ClientError) as error:
+            raise BucketError(
+                f"could not {doing} in s3://{self.bucket}: {error}. Check the bucket, its endpoint and "
+                f"the credentials of connection '{self.aws_conn_id}', then clear this task"
+            ) from error
 
     def presign_put(self, *, key: str, expires_seconds: int) -> str:
         """A URL that lets its holder PUT one JSON object at ``key``, and nothing else."""
@@ -121,6 +138,10 @@ class ResultsStore:
                 return False
             raise
         return True
+
+    def delete(self, key: str) -> None:
+        """Remove the object; nothing happens when it does not exist."""
+        self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def write_text(self, *, key: str, text: str) -> None:
         """Write (or overwrite) a JSON object."""
