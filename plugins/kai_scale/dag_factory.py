@@ -118,7 +118,8 @@ def build_nightly_dag(
         with TaskGroup(SETUP_GROUP, tooltip="prepare the cluster; idempotent, re-run by a retried scenario"):
             setups = _setup_tasks(cluster=cluster, settings=settings, names=names)
             chain(*setups)
-        scenario_tasks = [ScenarioPodOperator(scenario=s, settings=settings, retries=0) for s in scenarios]
+        # One retry, which only a lost worker uses: it reattaches to the running pod (see the operator).
+        scenario_tasks = [ScenarioPodOperator(scenario=s, settings=settings, retries=1) for s in scenarios]
         metrics = _metrics_task(settings=settings, scenarios=scenarios)
         publish = _publish_task(settings=settings, scenarios=scenarios, cluster=cluster)
         teardown = _teardown_task(cluster=cluster)

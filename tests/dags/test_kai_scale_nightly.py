@@ -67,7 +67,7 @@ def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
             "siblings: a failure blocks no other scenario"
         )
         assert task.downstream_task_ids == {"collect_metrics"}
-        assert task.retries == 0
+        assert task.retries == 1, "for a lost worker only: the retry reattaches to the running pod"
     metrics = dag.get_task("collect_metrics")
     assert metrics.downstream_task_ids == {"publish_results"}
     publish = dag.get_task("publish_results")

@@ -3,14 +3,18 @@
 A real api-server, scheduler and dag-processor run the nightly DAG on the local environment. A
 ``flaky`` scenario (the stand-in suite in mode fail-once) fails on its first try while ``steady``
 succeeds; clearing ``run_flaky`` re-runs it, its setup, metrics, publishing and teardown, and not
-``steady``; the published run then holds the new result in place of the failed one.
+``steady``; the published run then holds the new result in place of the failed one. A ``slow``
+scenario (not enabled by default) runs while the scheduler and its workers are killed: the restarted
+scheduler retries the task, which reattaches to the runner pod instead of starting a second one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +25,9 @@ from typing import Any
 import boto3
 import httpx
 import pytest
+from kubernetes import client
 
+from kai_scale import labels
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -35,6 +41,8 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
+# Long enough to outlive the killed scheduler's detection (~30 s) and the retry's start.
+SLOW_SECONDS = 120
 
 
 def _free_port() -> int:
@@ -50,26 +58,39 @@ class AirflowServices:
         self.home = home
         self.env = env
         self.port = int(env["AIRFLOW__API__PORT"])
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self) -> None:
         subprocess.run([AIRFLOW, "db", "migrate"], env=self.env, check=True, capture_output=True, timeout=300)
         for component in (["api-server", "--port", str(self.port)], ["scheduler"], ["dag-processor"]):
-            with (self.home / f"{component[0]}.log").open("wb") as log:
-                self.processes.append(
-                    subprocess.Popen(
-                        [AIRFLOW, *component],
-                        env=self.env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
+            self._start(component)
+
+    def _start(self, component: list[str]) -> None:
+        with (self.home / f"{component[0]}.log").open("ab") as log:
+            self.processes[component[0]] = subprocess.Popen(
+                [AIRFLOW, *component],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def restart_scheduler_killing_its_workers(self) -> None:
+        """Kill the scheduler as when its machine dies, then start a new one.
+
+        SIGKILL goes to every process of its session: its LocalExecutor's workers and their tasks.
+        """
+        scheduler = self.processes.pop("scheduler")
+        for pid in _session_members(scheduler.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        scheduler.wait()
+        self._start(["scheduler"])
 
     def stop(self) -> None:
-        for process in self.processes:
+        for process in self.processes.values():
             process.terminate()
-        for process in self.processes:
+        for process in self.processes.values():
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -82,11 +103,23 @@ class AirflowServices:
         )
 
 
+def _session_members(session: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # the fields after the name: state, ppid, pgrp, session
+            members.append(int(stat.parent.name))
+    return members
+
+
 @pytest.fixture(scope="module")
-def airflow_api(
+def airflow_services(
     local_env: LocalEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[httpx.Client]:
-    """A REST client of a running Airflow whose nightly DAG has scenarios ``flaky`` and ``steady``."""
+) -> Iterator[AirflowServices]:
+    """A running Airflow whose nightly DAG has scenarios ``flaky``, ``steady`` and ``slow``."""
     home = tmp_path_factory.mktemp("airflow-services")
     marker = home / "flaky-has-failed-once"
     include = include_dir_with(
@@ -94,6 +127,7 @@ def airflow_api(
         {
             "flaky": standin_scenario("fail-once", STANDIN_MARKER=str(marker)),
             "steady": workload_scenario(),
+            "slow": {**standin_scenario("slow", STANDIN_SECONDS=str(SLOW_SECONDS)), "enabled": False},
         },
     )
     port = _free_port()
@@ -111,27 +145,37 @@ def airflow_api(
         "KAI_SCALE_INCLUDE_DIR": str(include),
         "KAI_SCALE_RETRY_DELAY_SECONDS": "1",
         "KAI_SCALE_SCHEDULE": "none",  # only the runs the test triggers
+        # A killed scheduler's tasks are reset by the next one once it counts the old one dead
+        # (health check threshold) at its next orphan check: seconds here, rather than 5 minutes.
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "20",
+        "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "10",
     }
     services = AirflowServices(home=home, env=env)
     services.start()
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v2", timeout=30) as api:
-
-            def dag_parsed() -> bool:
-                try:
-                    return api.get(f"/dags/{DAG_ID}").status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            try:
-                wait_for(
-                    dag_parsed, timeout=240, what="the api-server to serve the parsed nightly DAG", interval=2
-                )
-            except AssertionError as error:
-                raise AssertionError(f"{error}\n{services.logs()}") from error
-            yield api
+        yield services
     finally:
         services.stop()
+
+
+@pytest.fixture(scope="module")
+def airflow_api(airflow_services: AirflowServices) -> Iterator[httpx.Client]:
+    """A REST client of the running Airflow, once it serves the parsed nightly DAG."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{airflow_services.port}/api/v2", timeout=30) as api:
+
+        def dag_parsed() -> bool:
+            try:
+                return api.get(f"/dags/{DAG_ID}").status_code == 200
+            except httpx.TransportError:
+                return False
+
+        try:
+            wait_for(
+                dag_parsed, timeout=240, what="the api-server to serve the parsed nightly DAG", interval=2
+            )
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{airflow_services.logs()}") from error
+        yield api
 
 
 def _trigger(api: httpx.Client, conf: dict[str, Any]) -> httpx.Response:
@@ -226,6 +270,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     statuses = _test_statuses(after)
     assert "flaky" not in statuses, "the failure entry is gone: replaced by the new try's results"
     assert statuses["Fill Cluster with single GPU Jobs"] == "success", "flaky's suite entry, second try"
+    assert statuses.pop("slow") == "skipped", "not selected by default (enabled: false)"
     assert set(statuses.values()) == {"success"}
     assert (
         after["metrics"]["scenarios"]["flaky"]["window"] != before["metrics"]["scenarios"]["flaky"]["window"]
@@ -242,3 +287,39 @@ def _summary(airflow_api: httpx.Client, run_id: str) -> dict[str, Any]:
 
 def _test_statuses(published: dict[str, Any]) -> dict[str, str]:
     return {test["test_name"]: test["status"] for test in published["results"]["results"]["tests"]}
+
+
+def test_a_killed_worker_is_retried_onto_the_running_runner_pod(
+    airflow_api: httpx.Client, airflow_services: AirflowServices, core: client.CoreV1Api
+) -> None:
+    """The scheduler and its LocalExecutor workers die while ``slow`` runs; nothing else is touched.
+
+    The restarted scheduler resets the dead one's task and runs it again; that try reattaches to
+    the runner pod of the first (the provider's durable pod identity) instead of starting a second
+    runner, and the run is published with that pod's outputs.
+    """
+    response = _trigger(airflow_api, {"node_count": 10, "scenarios": ["slow"]})
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    selector = f"{labels.SCENARIO}=slow,{labels.ROLE}=runner"
+
+    def running_runner() -> client.V1Pod | None:
+        pods = core.list_pod_for_all_namespaces(label_selector=selector).items
+        return next((p for p in pods if p.status.phase == "Running"), None)
+
+    first = wait_for(running_runner, timeout=300, what="the slow scenario's runner pod to run", interval=1)
+    airflow_services.restart_scheduler_killing_its_workers()
+
+    def finished() -> bool:
+        return _run_state(airflow_api, run_id) in {"success", "failed"}
+
+    wait_for(finished, timeout=600, what="the run to finish after the worker was killed", interval=3)
+    slow = _task_instances(airflow_api, run_id)["run_slow"]
+    assert (_run_state(airflow_api, run_id), slow["state"], slow["try_number"]) == ("success", "success", 2)
+    log = airflow_api.get(
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/run_slow/logs/2", params={"full_content": True}
+    ).text
+    assert f"Reconnecting to pod {first.metadata.namespace}/{first.metadata.name}" in log
+    assert "reattached to the runner of try 1" in log
+    (entry,) = [e for e in _summary(airflow_api, run_id)["scenarios"] if e["scenario"] == "slow"]
+    assert (entry["status"], entry["try_number"]) == ("success", 1), "the outputs of the pod of try 1"

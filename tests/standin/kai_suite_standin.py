@@ -10,7 +10,8 @@ It measures nothing. ``STANDIN_MODE`` picks the behaviour:
 - ``fail``: one failing spec that writes no entry (as the real suite's failures do), exit 1;
 - ``fail-once``: ``fail`` if the file ``STANDIN_MARKER`` does not exist (then creates it), else ``pass``;
 - ``truncate``: a passing run whose report is cut off mid-way, exit 0;
-- ``hang``: never ends (to be stopped by the pod's deadline).
+- ``hang``: never ends (to be stopped by the pod's deadline);
+- ``slow``: ``pass`` after sleeping ``STANDIN_SECONDS``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def main() -> int:
     print(f"stand-in suite: focus={flags.get('--ginkgo.focus')!r} nodes={nodes} mode={mode}", flush=True)
     if mode == "hang":
         time.sleep(3600)
+    if mode == "slow":  # passes after STANDIN_SECONDS
+        time.sleep(float(os.environ["STANDIN_SECONDS"]))
+        mode = "pass"
     if mode == "fail":
         failure = "Timed out after 900.000s. expected all 4000 pods to be scheduled"
         report = [

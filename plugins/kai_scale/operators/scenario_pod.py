@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from kubernetes.client import models as k8s
 
 from kai_scale import labels
@@ -37,6 +37,11 @@ class ScenarioPodOperator(KubernetesPodOperator):
     credentials, and a retry writes beside (never over) the failed try's outputs. The keys of this
     try's outputs are pushed to XCom (key ``outputs``) before the pod starts, and the time around the
     pod (key ``window``) when it ends, however it ends.
+
+    Durable: when the worker dies, the task's retry reattaches to the running pod (the provider keeps
+    the pod's identity in the task state store) and records the outputs of the try that started it.
+    That retry is for a lost worker only: a scenario that fails, or whose pod cannot run, fails the
+    task without retrying (clearing it runs the scenario again).
 
     :param scenario: the scenario to run.
     :param settings: deployment settings (connections, bucket, namespace).
@@ -105,6 +110,22 @@ class ScenarioPodOperator(KubernetesPodOperator):
         started = datetime.now(UTC).isoformat()
         try:
             return super().execute(context)
+        except Exception as error:
+            raise AirflowFailException(f"scenario {self.scenario.name}: {error}") from error
         finally:
             window = {"start": started, "end": datetime.now(UTC).isoformat()}
             context["ti"].xcom_push(key=WINDOW_XCOM_KEY, value=window)
+
+    def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Any) -> k8s.V1Pod:
+        """The provider's pod lookup; a pod started by an earlier try keeps that try's outputs."""
+        pod = super().get_or_create_pod(pod_request_obj, context)
+        ti = context["ti"]
+        pod_try = int((pod.metadata.labels or {}).get("try_number", ti.try_number))
+        if pod_try != ti.try_number:
+            # Reattached after a lost worker: the runner uploads to the URLs its own try made.
+            dag_run = context["dag_run"]
+            run_id = pipeline_run_id(airflow_run_id=dag_run.run_id, run_after=dag_run.run_after)
+            keys = scenario_outputs(run_id=run_id, scenario=self.scenario.name, try_number=pod_try).by_name()
+            ti.xcom_push(key=OUTPUTS_XCOM_KEY, value={"try_number": pod_try, "keys": keys})
+            self.log.info("reattached to the runner of try %s: its outputs go to %s", pod_try, keys)
+        return pod
