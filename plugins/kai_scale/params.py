@@ -12,6 +12,13 @@ MAX_NODE_COUNT = 10_000
 DEFAULT_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner"
 DEFAULT_KAI_REF = "main"
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+# An image repository as the distribution reference grammar has it: an optional registry host (and
+# port), then lowercase path components. The tag is its own parameter.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_IMAGE = re.compile(
+    rf"^(?:{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$"
+)
 
 
 class ParamError(ValueError):
@@ -69,7 +76,7 @@ def param_schema(*, scenario_names: Sequence[str], enabled: Sequence[str]) -> di
         "runner_image": {
             "default": DEFAULT_RUNNER_IMAGE,
             "type": "string",
-            "minLength": 1,
+            "pattern": _IMAGE.pattern,
             "title": "Runner image",
             "description": "Repository of the runner image (runner/Dockerfile).",
         },
@@ -108,6 +115,11 @@ def check_params(values: Mapping[str, Any], *, scenario_names: Sequence[str]) ->
         if not isinstance(value, str) or not value.strip():
             raise ParamError(f"param '{name}' must be a non-empty string, got {value!r}")
         text[name] = value.strip()
+    if not _IMAGE.match(text["runner_image"]):
+        raise ParamError(
+            f"param 'runner_image' is not an image repository like ghcr.io/org/runner (the tag goes in "
+            f"'runner_tag'): {text['runner_image']!r}"
+        )
     if not _TAG.match(text["runner_tag"]):
         raise ParamError(f"param 'runner_tag' is not a valid image tag: {text['runner_tag']!r}")
     return RunParams(node_count=node_count, scenarios=tuple(scenarios), **text)

@@ -120,6 +120,7 @@ def test_defaults_are_valid_and_select_every_enabled_scenario(dag: DAG) -> None:
         ("scenarios", []),
         ("scenarios", ["no-such-scenario"]),
         ("runner_tag", "bad tag"),
+        ("runner_image", "ghcr.io/org/runner:v1"),
     ],
 )
 def test_bad_params_are_refused_naming_the_field(dag: DAG, field: str, value: Any) -> None:

@@ -44,8 +44,22 @@ def test_good_values() -> None:
         ),
         ({"kai_ref": " "}, r"'kai_ref' must be a non-empty string"),
         ({"runner_tag": "has space"}, r"'runner_tag' is not a valid image tag"),
+        (
+            {"runner_image": "ghcr.io/org/runner:v1"},
+            r"'runner_image' is not an image repository.*'runner_tag'",
+        ),
+        ({"runner_image": "GHCR.io/Org/Runner"}, r"'runner_image' is not an image repository"),
+        ({"runner_image": "has space/runner"}, r"'runner_image' is not an image repository"),
     ],
 )
 def test_bad_values_name_the_field(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ParamError, match=message):
         check_params({**GOOD, **change}, scenario_names=NAMES)
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["ghcr.io/kai-scale-pipeline/runner", "localhost:5000/runner", "runner", "example.invalid/not-a-runner"],
+)
+def test_image_repositories_that_are_accepted(image: str) -> None:
+    assert check_params({**GOOD, "runner_image": image}, scenario_names=NAMES).runner_image == image
