@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import shutil
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -128,53 +127,30 @@ def test_bad_params_are_refused_naming_the_field(dag: DAG, field: str, value: An
         _validated(dag, **{field: value})
 
 
-def test_malformed_scenario_file_is_an_import_error_naming_file_and_field(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("rest_of_file", "problem"),
+    [
+        ("timeout: ninety\n", "'timeout' Value error, must be a duration like 90m"),
+        (
+            'timeout: 90m\nmetrics: [{name: pod_binding_rate, query: up, unit: "1"}]\n',
+            "metrics: query names must be unique, repeated: pod_binding_rate",
+        ),
+    ],
+)
+def test_a_bad_scenario_file_is_an_import_error_naming_file_and_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rest_of_file: str, problem: str
 ) -> None:
-    include = tmp_path / "include"
-    (include / "scenarios").mkdir(parents=True)
-    (include / "scenarios" / "reclaim.yaml").write_text(
-        textwrap.dedent(
-            """\
-            name: reclaim
-            description: d
-            run: {kind: ginkgo, focus: Reclaim}
-            timeout: ninety
-            """
-        )
-    )
-    monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(include))
-    bag = DagBag(dag_folder=str(REPO / "dags"))
-    assert not bag.dags
-    (error,) = bag.import_errors.values()
-    assert f"scenario file {include}/scenarios/reclaim.yaml: 'timeout'" in error
-    assert "must be a duration like 90m" in error
-
-
-def test_a_scenario_metric_named_like_the_profiles_is_an_import_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    """A malformed field, or a metric named like one of the profile's (it would crash collect_metrics)."""
     include = tmp_path / "include"
     shutil.copytree(REPO / "include" / "metrics", include / "metrics")
     (include / "scenarios").mkdir(parents=True)
-    (include / "scenarios" / "reclaim.yaml").write_text(
-        textwrap.dedent(
-            """\
-            name: reclaim
-            description: d
-            run: {kind: ginkgo, focus: Reclaim}
-            timeout: 90m
-            metrics:
-              - {name: pod_binding_rate, query: up, unit: "1"}
-            """
-        )
-    )
+    header = "name: reclaim\ndescription: d\nrun: {kind: ginkgo, focus: Reclaim}\n"
+    (include / "scenarios" / "reclaim.yaml").write_text(header + rest_of_file)
     monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(include))
     bag = DagBag(dag_folder=str(REPO / "dags"))
     assert not bag.dags
     (error,) = bag.import_errors.values()
-    assert f"scenario file {include}/scenarios/reclaim.yaml: metrics:" in error
-    assert "repeated: pod_binding_rate" in error
+    assert f"scenario file {include}/scenarios/reclaim.yaml: {problem}" in error
 
 
 def test_the_teardown_runs_whatever_became_of_the_setup(dag: DAG) -> None:
