@@ -1,0 +1,71 @@
+"""The runner's uploads to presigned URLs of the local S3 endpoint, with the stand-in suite."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kai_scale.hooks.results_store import ResultsStore
+from kai_scale.scenarios.model import Scenario
+from localenv import settings as localenv_settings
+from tests.integration.airflow_env import STANDIN_SUITE
+
+pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
+
+SCENARIO = Scenario.model_validate(
+    {
+        "name": "standin",
+        "description": "stand-in suite, one passing spec",
+        "timeout": "5m",
+        "run": {"kind": "ginkgo", "focus": "Big cluster Sanity Fill Cluster"},
+    }
+)
+
+
+def _run_runner(*, workdir: Path, urls: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The runner command as a pod runs it: its inputs in its environment (the pod's env vars)."""
+    env = {
+        **os.environ,  # KUBECONFIG and the local S3 endpoint, from the local environment's exports
+        "KAI_SCALE_SCENARIO": SCENARIO.model_dump_json(),
+        "NODE_COUNT": "10",
+        "KAI_SCALE_RUN_ID": "test-run",
+        "KAI_SCALE_OUTPUT_URLS": json.dumps(urls),
+        "KAI_SCALE_SUITE_BINARY": str(STANDIN_SUITE),
+        "STANDIN_MODE": "pass",
+    }
+    runner = str(Path(sys.executable).parent / "kai-scale-runner")
+    return subprocess.run(
+        [runner, "run", "--workdir", str(workdir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_report_that_cannot_be_uploaded_leaves_no_result_claiming_it(tmp_path: Path) -> None:
+    """result.json goes up last: when the report's upload fails, the result is not uploaded either."""
+    store = ResultsStore(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+    prefix = f"test-{uuid.uuid4().hex[:8]}/"
+    keys = {"result": f"{prefix}result.json", "report": f"{prefix}report.json"}
+    urls = {name: store.presign_put(key=key, expires_seconds=600) for name, key in keys.items()}
+    missing_bucket = ResultsStore(aws_conn_id="aws_default", bucket="no-such-bucket")
+    broken_report_url = missing_bucket.presign_put(key=keys["report"], expires_seconds=600)
+
+    failed = _run_runner(workdir=tmp_path / "first", urls={**urls, "report": broken_report_url})
+
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "outputs not uploaded: uploading report.json failed: HTTP 404" in failed.stdout
+    assert not store.exists(keys["result"])
+    # The same result URL works once the report's does: it was the order, not the URL.
+    passed = _run_runner(workdir=tmp_path / "second", urls=urls)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert store.exists(keys["result"])
+    assert store.exists(keys["report"])
