@@ -20,7 +20,7 @@ from kai_scale import cluster_setup
 from kai_scale.hooks.cluster import ClusterHook, ClusterUnreachable
 from kai_scale.hooks.results_store import ResultsStore
 from kai_scale.metrics.collection import Window, missing_scenarios, scenario_window, unwritten_metrics
-from kai_scale.metrics.profile import load_profile
+from kai_scale.metrics.profile import MetricsProfile, load_profile
 from kai_scale.metrics.prometheus import client_from_connection
 from kai_scale.metrics.run_metrics import collect_run_metrics
 from kai_scale.operators.scenario_pod import (
@@ -120,7 +120,7 @@ def build_nightly_dag(
             chain(*setups)
         # One retry, which only a lost worker uses: it reattaches to the running pod (see the operator).
         scenario_tasks = [ScenarioPodOperator(scenario=s, settings=settings, retries=1) for s in scenarios]
-        metrics = _metrics_task(settings=settings, scenarios=scenarios)
+        metrics = _metrics_task(settings=settings, scenarios=scenarios, profile=profile)
         publish = _publish_task(settings=settings, scenarios=scenarios, cluster=cluster)
         teardown = _teardown_task(cluster=cluster)
         setups[-1] >> scenario_tasks >> metrics >> publish >> teardown
@@ -222,7 +222,9 @@ def _window(ti: Any, name: str, result_text: str | None) -> Window | None:
     return scenario_window(outcome=outcome if isinstance(outcome, dict) else None, task_window=task_window)
 
 
-def _metrics_task(*, settings: PipelineSettings, scenarios: Sequence[Scenario]) -> XComArg:
+def _metrics_task(
+    *, settings: PipelineSettings, scenarios: Sequence[Scenario], profile: MetricsProfile
+) -> XComArg:
     # No retries: the client retries connecting; re-collecting is a clear of this task.
     @task(trigger_rule="all_done", retries=0)
     def collect_metrics(**context: Any) -> str:
@@ -238,7 +240,7 @@ def _metrics_task(*, settings: PipelineSettings, scenarios: Sequence[Scenario]) 
             windows = {s.name: _window(ti, s.name, _scenario_outputs(ti, store, s.name)[1]) for s in selected}
         document = collect_run_metrics(
             run_id=run_id,
-            profile=load_profile(settings.include_dir / METRICS_PROFILE),
+            profile=profile,
             scenarios=selected,
             windows=windows,
             connect=lambda: client_from_connection(settings.prometheus_conn_id),
