@@ -43,97 +43,86 @@ content_key() { # <files...>
   { go version; cat "$@"; } | sha256sum | cut -c1-12
 }
 
-build_kubernetes() { # -> bin dir
-  local version key dir log
-  version="$(module_version kubernetes k8s.io/kubernetes)"
-  key="$(content_key "$here/go/kubernetes/go.mod" "$here/go/kubernetes/go.sum")"
-  dir="$cache_root/bin/kubernetes-$version-$key"
-  log="$log_dir/kubernetes-$version.log"
-  if [[ ! -x "$dir/kubectl" ]]; then
-    echo "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $version (log: $log)" >&2
-    local minor="${version#v1.}"
-    minor="${minor%%.*}"
-    # kwokctl picks each component's flags from its --version, so stamp the real release there.
-    local ldflags="" pkg
-    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-      ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-    done
-    mkdir -p "$dir.tmp"
-    (cd "$here/go/kubernetes" && go build -trimpath -tags selinux,notest -ldflags "-s -w $ldflags" \
-      -o "$dir.tmp/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl) >"$log" 2>&1 ||
-      { rm -rf "$dir.tmp"; fail "building kubernetes $version failed; see $log"; }
+# Runs a build command once: it writes into "<dir>.tmp", which becomes <dir> only when the command
+# succeeds, so a cache directory holds a whole build or nothing. Prints <dir>.
+cached_build() { # <name> <version> <dir> <binary the dir must hold> <command...>
+  local name="$1" version="$2" dir="$3" binary="$4"
+  shift 4
+  local log="$log_dir/$name-$version.log"
+  if [[ ! -x "$dir/$binary" ]]; then
+    echo "building $name $version (log: $log)" >&2
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    "$@" >"$log" 2>&1 || { rm -rf "$dir.tmp"; fail "building $name $version failed; see $log"; }
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   echo "$dir"
+}
+
+# The cache directory of a wrapper module's build, keyed by its pins and the toolchain.
+wrapper_dir() { # <wrapper> <version>
+  echo "$cache_root/bin/$1-$2-$(content_key "$here/go/$1/go.mod" "$here/go/$1/go.sum")"
+}
+
+go_build_in() { # <wrapper> <go build arguments...>: builds within the wrapper module
+  (cd "$here/go/$1" && go build -trimpath "${@:2}")
+}
+
+build_kubernetes() {
+  local version dir minor ldflags="" pkg
+  version="$(module_version kubernetes k8s.io/kubernetes)"
+  dir="$(wrapper_dir kubernetes "$version")"
+  minor="${version#v1.}"
+  minor="${minor%%.*}"
+  # kwokctl picks each component's flags from its --version, so stamp the real release there.
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  cached_build kubernetes "$version" "$dir" kubectl \
+    go_build_in kubernetes -tags selinux,notest -ldflags "-s -w $ldflags" -o "$dir.tmp/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 }
 
 build_etcd() {
-  local version key dir log
+  local version dir
   version="$(module_version etcd go.etcd.io/etcd/server/v3)"
-  key="$(content_key "$here/go/etcd/go.mod" "$here/go/etcd/go.sum")"
-  dir="$cache_root/bin/etcd-$version-$key"
-  log="$log_dir/etcd-$version.log"
-  if [[ ! -x "$dir/etcd" ]]; then
-    echo "building etcd $version (log: $log)" >&2
-    mkdir -p "$dir.tmp"
-    (cd "$here/go/etcd" && go build -trimpath -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3) \
-      >"$log" 2>&1 || { rm -rf "$dir.tmp"; fail "building etcd $version failed; see $log"; }
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-  fi
-  echo "$dir"
+  dir="$(wrapper_dir etcd "$version")"
+  cached_build etcd "$version" "$dir" etcd \
+    go_build_in etcd -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3
 }
 
 build_prometheus() {
-  local version key dir log
+  local version dir minor patch release pkg=github.com/prometheus/common/version
   version="$(module_version prometheus github.com/prometheus/prometheus)"
-  key="$(content_key "$here/go/prometheus/go.mod" "$here/go/prometheus/go.sum")"
-  dir="$cache_root/bin/prometheus-$version-$key"
-  log="$log_dir/prometheus-$version.log"
-  if [[ ! -x "$dir/prometheus" ]]; then
-    echo "building prometheus $version (log: $log)" >&2
-    # Module v0.3XX.Y is Prometheus 3.XX.Y; kwokctl reads the release from --version.
-    local minor="${version#v0.}" patch
-    patch="${minor#*.}"
-    minor="${minor%%.*}"
-    local release="3.$((minor - 300)).$patch"
-    local pkg=github.com/prometheus/common/version
-    mkdir -p "$dir.tmp"
-    # remove_all_sd keeps only the file and HTTP service discovery kwokctl's configuration uses.
-    (cd "$here/go/prometheus" && go build -trimpath -tags remove_all_sd \
-      -ldflags "-s -w -X $pkg.Version=$release -X $pkg.Branch=release -X $pkg.Revision=$version" \
-      -o "$dir.tmp/prometheus" github.com/prometheus/prometheus/cmd/prometheus) >"$log" 2>&1 ||
-      { rm -rf "$dir.tmp"; fail "building prometheus $version failed; see $log"; }
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-  fi
-  echo "$dir"
+  dir="$(wrapper_dir prometheus "$version")"
+  # Module v0.3XX.Y is Prometheus 3.XX.Y; kwokctl reads the release from --version.
+  minor="${version#v0.}"
+  patch="${minor#*.}"
+  minor="${minor%%.*}"
+  release="3.$((minor - 300)).$patch"
+  # remove_all_sd keeps only the file and HTTP service discovery kwokctl's configuration uses.
+  cached_build prometheus "$version" "$dir" prometheus \
+    go_build_in prometheus -tags remove_all_sd \
+    -ldflags "-s -w -X $pkg.Version=$release -X $pkg.Branch=release -X $pkg.Revision=$version" \
+    -o "$dir.tmp/prometheus" github.com/prometheus/prometheus/cmd/prometheus
 }
 
 build_kwok() {
-  local dir="$cache_root/bin/kwok-$KWOK_VERSION-$(go env GOVERSION)" log="$log_dir/kwok-$KWOK_VERSION.log"
-  if [[ ! -x "$dir/kwokctl" ]]; then
-    echo "building kwok, kwokctl $KWOK_VERSION (log: $log)" >&2
-    mkdir -p "$dir.tmp"
-    GOBIN="$dir.tmp" go install -trimpath -ldflags "-s -w" \
-      "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION" >"$log" 2>&1 ||
-      { rm -rf "$dir.tmp"; fail "building kwok $KWOK_VERSION failed; see $log"; }
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-  fi
-  echo "$dir"
+  local dir
+  dir="$cache_root/bin/kwok-$KWOK_VERSION-$(go env GOVERSION)"
+  cached_build kwok "$KWOK_VERSION" "$dir" kwokctl \
+    env GOBIN="$dir.tmp" go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION"
 }
 
 build_helm() {
-  local dir="$cache_root/bin/helm-$HELM_VERSION-$(go env GOVERSION)" log="$log_dir/helm-$HELM_VERSION.log"
-  if [[ ! -x "$dir/helm" ]]; then
-    echo "building helm $HELM_VERSION (log: $log)" >&2
-    mkdir -p "$dir.tmp"
-    GOBIN="$dir.tmp" go install -trimpath \
-      -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-      "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >"$log" 2>&1 ||
-      { rm -rf "$dir.tmp"; fail "building helm $HELM_VERSION failed; see $log"; }
-    rm -rf "$dir" && mv "$dir.tmp" "$dir"
-  fi
+  local dir
+  dir="$cache_root/bin/helm-$HELM_VERSION-$(go env GOVERSION)"
+  cached_build helm "$HELM_VERSION" "$dir" helm \
+    env GOBIN="$dir.tmp" go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >/dev/null
   # Not in bin/current: a worker without helm is the local environment's default; tests opt in.
   ln -sfn "$dir" "$cache_root/bin/helm"
 }
