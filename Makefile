@@ -14,11 +14,14 @@ NODE_COUNT ?= 500
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
 
-$(BIN)/.installed: requirements-dev.txt requirements.txt
+# The three distributions of packages/ and the root's localenv, editable, over the locked dependencies.
+DISTRIBUTIONS := packages/model packages/runner packages/provider .
+
+$(BIN)/.installed: requirements-dev.txt requirements.txt $(addsuffix /pyproject.toml,$(DISTRIBUTIONS))
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements-dev.txt
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix -e ,$(DISTRIBUTIONS))
 	touch $@
 
 venv: $(BIN)/.installed ## create the virtual environment from the lock files
@@ -28,7 +31,7 @@ lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose f
 	$(BIN)/ruff format --check .
 	$(BIN)/hadolint docker/*/Dockerfile
 
-typecheck: venv ## mypy strict on the package and the local environment
+typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy
 
 test: lint typecheck local-deps ## the whole suite: lint, types, unit, DAG and integration tests
@@ -55,10 +58,11 @@ local-status: venv ## show what is running
 bench: local-deps ## benchmarks (results go to docs/benchmarks.md by hand)
 	$(BIN)/python benchmarks/local_env.py
 
-lock: ## re-resolve requirements*.txt from requirements*.in
+lock: ## re-resolve the locks: requirements*.txt (pipeline, dev) and packages/runner/requirements.txt
 	test -x $(BIN)/uv || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet uv==$(UV_VERSION); }
 	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.txt
 	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements-dev.in -o requirements-dev.txt
+	cd packages/runner && ../../$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.txt
 
 clean: local-down ## stop the local environment and remove the virtual environment
 	rm -rf $(VENV)

@@ -9,18 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "plugins"))
-
-from kai_scale.runner.workload import run_workload  # noqa: E402
-from kai_scale.scenarios.model import Scenario, WorkloadRun  # noqa: E402
-from localenv.environment import LocalEnvironment  # noqa: E402
-from localenv.settings import Settings  # noqa: E402
+from kai_scale_model.scenario import Scenario, WorkloadRun
+from kai_scale_runner.workload import run_workload
+from localenv.environment import LocalEnvironment
+from localenv.settings import Settings
 
 
 def main() -> None:

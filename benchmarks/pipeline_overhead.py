@@ -2,7 +2,7 @@
 
 Usage: ``.venv/bin/python benchmarks/pipeline_overhead.py [--node-count 500]`` with the local
 environment up. Runs the nightly DAG once with dag.test() and splits its wall time into the time the
-runners spent on their scenarios (from each result.json) and everything else: setup, pod start-up,
+runners spent on their scenarios (from each outcome.json) and everything else: setup, pod start-up,
 log streaming, the summary and teardown. Prints a Markdown table.
 """
 
@@ -35,14 +35,14 @@ def main() -> None:
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
     prepare_airflow(environment)
-    sys.path[:0] = [str(REPO / "plugins"), str(REPO / "dags")]
+    sys.path[:0] = [str(REPO / "dags")]
     import kai_scale_nightly  # noqa: PLC0415 - after Airflow is configured
 
     started = time.monotonic()
     dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": options.node_count})
     wall = time.monotonic() - started
     summary = dag_run.get_task_instance("publish_results").xcom_pull(
-        task_ids="publish_results", key="summary"
+        task_ids="publish_results", key="run_summary"
     )
     durations = {ti.task_id: ti.duration or 0.0 for ti in dag_run.get_task_instances()}
     in_runners = 0.0

@@ -2,7 +2,8 @@
 
 Usage: ``.venv/bin/python benchmarks/publish.py [--history 10000] [--repeat 5] [--report-mb 20]`` with the
 local environment up (its S3 endpoint). Seeds a manifest of ``--history`` runs under a prefix of its
-own, then times, for a new run each time: the manifest append alone; a whole publish (results.json,
+own in a bucket of its own (created here and deleted with its objects at the end), then times, for a
+new run each time: the manifest append alone; a whole publish (results.json,
 a realistic metrics.json, a small report, the manifest entry); and a whole publish with a large Ginkgo
 report. Times are medians; peak memory is the peak of Python allocations (tracemalloc) during one
 more call, made apart because tracemalloc slows the JSON work. Prints a Markdown table.
@@ -73,20 +74,36 @@ def main() -> None:
     options = parser.parse_args()
 
     from localenv.environment import LocalEnvironment  # noqa: PLC0415 - after argparse, for a fast --help
-    from localenv.settings import DEFAULT_BUCKET, Settings  # noqa: PLC0415
+    from localenv.settings import Settings  # noqa: PLC0415
 
     environment = LocalEnvironment(Settings.from_environment())
     if not environment.is_up():
         raise SystemExit("the local environment is not running: start it with `make local-up`")
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-bench-"))
     os.environ.update(environment.exports())
-    from kai_scale.hooks.results_store import ResultsStore  # noqa: PLC0415 - Airflow reads the env above
-    from kai_scale.output_keys import manifest_key  # noqa: PLC0415
+    from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - Airflow reads the env above
+
+    store = ResultsBucketHook(aws_conn_id="aws_default", bucket=f"kai-scale-bench-{uuid.uuid4().hex[:8]}")
+    store.client.create_bucket(Bucket=store.bucket)
+    try:
+        _measure(store, options)
+    finally:
+        _delete_bucket(store)
+
+
+def _delete_bucket(store: Any) -> None:
+    for page in store.client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket):
+        for item in page.get("Contents", []):
+            store.client.delete_object(Bucket=store.bucket, Key=item["Key"])
+    store.client.delete_bucket(Bucket=store.bucket)
+
+
+def _measure(store: Any, options: argparse.Namespace) -> None:
+    from kai_scale.object_keys import manifest_key  # noqa: PLC0415
     from kai_scale.publishing.manifest import manifest_text  # noqa: PLC0415
     from kai_scale.publishing.publisher import append_to_manifest, publish_run  # noqa: PLC0415
 
-    store = ResultsStore(aws_conn_id="aws_default", bucket=DEFAULT_BUCKET)
-    prefix = f"bench-{uuid.uuid4().hex[:8]}/Public/"
+    prefix = "Public/"
     history = {"runs": [_entry(prefix, i) for i in range(options.history)]}
     store.write_text(key=manifest_key(prefix), text=manifest_text(history))
     suite = {"SuitePath": "/suite", "SpecReports": [{"LeafNodeText": "x" * 1000, "State": "passed"}]}
@@ -97,7 +114,7 @@ def main() -> None:
     results = {"metadata": {}, "results": {"status": "success", "tests": []}}
     counter = iter(range(options.history, options.history + 100 * options.repeat))
 
-    def publish(report_key: str) -> Callable[[], object]:
+    def publish(ginkgo_report_key: str) -> Callable[[], object]:
         index = next(counter)
         entry = _entry(prefix, index)
         return lambda: publish_run(
@@ -106,7 +123,7 @@ def main() -> None:
             run_id=entry["run_id"],
             results=results,
             metrics_text=_metrics(entry["run_id"]),
-            report_keys={"s": report_key},
+            ginkgo_report_keys={"s": ginkgo_report_key},
             entry=entry,
         )
 

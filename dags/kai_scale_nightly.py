@@ -14,15 +14,20 @@ See README.md.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # Named here so the dag-processor imports the provider once, before it forks a parser per file
 # ([dag_processor] parsing_pre_import_modules), instead of in every parse: it is most of the cost.
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator  # noqa: F401
 
 from kai_scale.dag_factory import build_nightly_dag
-from kai_scale.scenarios.loading import load_scenarios
+from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
 
-settings = PipelineSettings.from_environment()
+# The project's include/ sits beside dags/, in the repository and in the Airflow image alike.
+settings = PipelineSettings.from_environment(
+    default_include_dir=Path(__file__).resolve().parents[1] / "include"
+)
 dag = build_nightly_dag(
     dag_id="kai_scale_nightly",
     scenarios=load_scenarios(settings.include_dir / "scenarios"),

@@ -1,15 +1,20 @@
 """``make demo``: run the nightly DAG once on the local environment and print what each scenario did.
 
-Exits 1 when the run failed. Airflow's state (SQLite) lives under the local environment's home.
+The run is ``airflow dags test`` in a child process whose whole log goes to a file (its path is
+printed first); this process prints a line per task as it finishes, read from Airflow's metadata
+database, then the table of scenarios. Exits 1 when the run failed. Airflow's state (SQLite) lives
+under the local environment's home.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
-from datetime import datetime
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +62,7 @@ def table(summary: dict[str, Any]) -> str:
     """The per-scenario table the demo prints."""
     rows = [("scenario", "status", "took", "key timings", "reason", "result")]
     for entry in summary["scenarios"]:
-        where = f"s3://{DEFAULT_BUCKET}/{entry['result_key']}" if entry["result_key"] else "-"
+        where = f"s3://{DEFAULT_BUCKET}/{entry['outcome_key']}" if entry["outcome_key"] else "-"
         rows.append(
             (
                 entry["scenario"],
@@ -75,6 +80,77 @@ def table(summary: dict[str, Any]) -> str:
     )
 
 
+DAG_ID = "kai_scale_nightly"
+FINISHED = ("success", "failed", "skipped", "upstream_failed", "removed")
+
+
+def _dag_run_after(started: datetime) -> Any:
+    """The DAG's newest run created since ``started``, or None yet."""
+    from airflow.models.dagrun import DagRun  # noqa: PLC0415 - Airflow is configured by then
+    from airflow.utils.session import create_session  # noqa: PLC0415
+
+    with create_session() as session:
+        return (
+            session.query(DagRun)
+            .filter(DagRun.dag_id == DAG_ID, DagRun.start_date >= started)
+            .order_by(DagRun.start_date.desc())
+            .first()
+        )
+
+
+def _finished_tasks(run_id: str) -> list[tuple[str, str, float | None]]:
+    """(task id, state, seconds) of the run's finished task instances."""
+    from airflow.models.taskinstance import TaskInstance  # noqa: PLC0415
+    from airflow.utils.session import create_session  # noqa: PLC0415
+
+    with create_session() as session:
+        instances = session.query(TaskInstance).filter(
+            TaskInstance.dag_id == DAG_ID, TaskInstance.run_id == run_id
+        )
+        return [(ti.task_id, str(ti.state), ti.duration) for ti in instances if ti.state in FINISHED]
+
+
+def _run_summary(run_id: str) -> dict[str, Any] | None:
+    """The run summary the publishing task pushed to XCom."""
+    from airflow.models.xcom import XComModel  # noqa: PLC0415
+    from airflow.utils.session import create_session  # noqa: PLC0415
+
+    with create_session() as session:
+        row = session.execute(
+            XComModel.get_many(run_id=run_id, dag_ids=DAG_ID, task_ids="publish_results", key="run_summary")
+        ).first()
+        return XComModel.deserialize_value(row[0]) if row else None
+
+
+def run_and_follow(*, node_count: int, log_path: Path) -> tuple[str, str | None]:
+    """Run the DAG in a child process, printing each task as it finishes; (state, Airflow run id)."""
+    started = datetime.now(UTC)
+    airflow = Path(sys.executable).parent / "airflow"
+    conf = json.dumps({"node_count": node_count})
+    printed: set[str] = set()
+    run = None
+    with log_path.open("w") as log:
+        child = subprocess.Popen(
+            [str(airflow), "dags", "test", DAG_ID, "--conf", conf], stdout=log, stderr=subprocess.STDOUT
+        )
+        while True:
+            done = child.poll() is not None
+            run = run or _dag_run_after(started)
+            if run is not None:
+                for task_id, state, seconds in sorted(_finished_tasks(run.run_id)):
+                    if task_id not in printed:
+                        printed.add(task_id)
+                        took = f" ({seconds:.0f} s)" if seconds is not None else ""
+                        print(f"  {state:<16} {task_id}{took}", flush=True)
+            if done:
+                break
+            time.sleep(2)
+    if run is None:
+        return "failed", None
+    final = _dag_run_after(started)
+    return (str(final.state) if final else "failed"), run.run_id
+
+
 def main() -> int:
     """Run the DAG once and report."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -85,23 +161,20 @@ def main() -> int:
         print("the local environment is not running: start it with `make local-up`", file=sys.stderr)
         return 1
     prepare_airflow(environment)
-    sys.path[:0] = [str(REPO / "plugins"), str(REPO / "dags")]
-    import kai_scale_nightly  # noqa: PLC0415 - Airflow must be configured before it is imported
-
-    dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": options.node_count})
-    summary = dag_run.get_task_instance("publish_results").xcom_pull(
-        task_ids="publish_results", key="summary"
-    )
+    log_path = environment.config.home / "demo.log"
+    print(f"running {DAG_ID} on {options.node_count} nodes; Airflow's full log: {log_path}", flush=True)
+    state, airflow_run_id = run_and_follow(node_count=options.node_count, log_path=log_path)
+    summary = _run_summary(airflow_run_id) if airflow_run_id else None
     print()
-    print(f"run {summary['run_id'] if summary else '?'} on {options.node_count} nodes: {dag_run.state}")
+    print(f"run {summary['run_id'] if summary else '?'} on {options.node_count} nodes: {state}")
     if summary:
         print(table(summary))
-        prefix = kai_scale_nightly.settings.results_prefix
-        print(f"published: s3://{DEFAULT_BUCKET}/{prefix}{summary['run_id']}/{{results,report,metrics}}.json")
+        prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
+        print(f"published: s3://{DEFAULT_BUCKET}/{prefix}{summary['run_id']}/")
         print(f"manifest:  s3://{DEFAULT_BUCKET}/{prefix}manifest.json")
     else:
-        print("no summary: the run failed before its scenarios (see the task logs above)")
-    return 0 if dag_run.state == "success" else 1
+        print(f"no run summary: the run failed before publishing (see {log_path})")
+    return 0 if state == "success" else 1
 
 
 if __name__ == "__main__":

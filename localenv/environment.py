@@ -362,7 +362,7 @@ class LocalEnvironment:
             "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
         }
         prometheus_connection = {
-            "conn_type": "http",
+            "conn_type": "prometheus",
             "host": "127.0.0.1",
             "port": config.ports.prometheus,
             "schema": "http",

@@ -14,7 +14,7 @@ from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import ParamValidationError
 
 from kai_scale.operators.scenario_pod import ScenarioPodOperator
-from kai_scale.scenarios.loading import load_scenarios
+from kai_scale.scenario_files import load_scenarios
 from tests.conftest import REPO
 
 SCENARIOS = load_scenarios(REPO / "include" / "scenarios")

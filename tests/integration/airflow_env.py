@@ -14,8 +14,8 @@ import boto3
 import yaml
 
 from kai_scale.dag_factory import build_nightly_dag
-from kai_scale.output_keys import manifest_key, published_keys
-from kai_scale.scenarios.loading import load_scenarios
+from kai_scale.object_keys import manifest_key, published_keys
+from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
 from localenv import settings as localenv_settings
 from tests.conftest import REPO
@@ -70,7 +70,9 @@ def nightly_dag(include: Path) -> Any:
     """The nightly DAG built on ``include`` (its scenarios), as the DAG file builds it."""
     # Short retry delays: the unreachable-cluster case retries its setup and teardown.
     settings = dataclasses.replace(
-        PipelineSettings.from_environment(), include_dir=include, retry_delay_seconds=1
+        PipelineSettings.from_environment(default_include_dir=include),
+        include_dir=include,
+        retry_delay_seconds=1,
     )
     return build_nightly_dag(
         dag_id=DAG_ID,
@@ -91,7 +93,7 @@ def published_run(run_id: str) -> dict[str, Any]:
     manifest = read(manifest_key("Public/"))
     return {
         "results": read(keys.results),
-        "report": read(keys.report),
+        "report": read(keys.ginkgo_report),
         "metrics": read(keys.metrics),
         "entries": [run for run in manifest["runs"] if run.get("run_id") == run_id],
         "results_key": keys.results,

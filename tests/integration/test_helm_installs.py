@@ -21,8 +21,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kai_scale import cluster_setup
-from kai_scale.hooks import helm
+from kai_scale.cluster import helm
+from kai_scale.cluster import setup as cluster_setup
 from kai_scale.hooks.cluster import ClusterHook
 from localenv.environment import LocalEnvironment
 from tests.conftest import REPO

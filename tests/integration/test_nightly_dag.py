@@ -13,7 +13,7 @@ import boto3
 import pytest
 from kubernetes import client
 
-from kai_scale.output_keys import run_summary_key
+from kai_scale.object_keys import run_summary_key
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -33,7 +33,7 @@ def _s3() -> Any:
 
 def _summary(dag_run: Any) -> dict[str, Any]:
     ti = dag_run.get_task_instance("publish_results")
-    run_id = ti.xcom_pull(task_ids="publish_results", key="summary")["run_id"]
+    run_id = ti.xcom_pull(task_ids="publish_results", key="run_summary")["run_id"]
     body = _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=run_summary_key(run_id))["Body"]
     return dict(json.loads(body.read()))
 
@@ -146,7 +146,9 @@ def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
         }
     ]
     report = (
-        _s3().get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=passed["report_key"])["Body"].read()
+        _s3()
+        .get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=passed["ginkgo_report_key"])["Body"]
+        .read()
     )
     assert json.loads(report)[0]["SuiteSucceeded"] is True
 
@@ -278,8 +280,8 @@ def test_a_missing_bucket_is_named_by_the_tasks_that_need_it(
     assert states["tear_down_environment"] == "success"
     captured = capfd.readouterr()
     output = captured.out + captured.err
-    # A workload writes no Ginkgo report, so its result.json is the only output.
-    assert "outputs not uploaded: uploading result.json failed: HTTP 404" in output
-    assert "BucketError: could not read the scenarios' results and clear runs/" in output
+    # A workload writes no Ginkgo report, so its outcome.json is the only output.
+    assert "outputs not uploaded: uploading outcome.json failed: HTTP 404" in output
+    assert "BucketError: could not read the scenarios' outcomes and clear runs/" in output
     assert "BucketError: could not read the outputs of run " in output
     assert "in s3://no-such-bucket: An error occurred (NoSuchBucket)" in output

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kai_scale.hooks.results_store import ObjectChanged, ResultsStore
-from kai_scale.output_keys import manifest_key
+from kai_scale.hooks.results_bucket import ObjectChanged, ResultsBucketHook
+from kai_scale.object_keys import manifest_key
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
 from localenv import settings as localenv_settings
@@ -22,8 +22,8 @@ from localenv import settings as localenv_settings
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
 
-def _store() -> ResultsStore:
-    return ResultsStore(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+def _store() -> ResultsBucketHook:
+    return ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
 
 
 @pytest.fixture
@@ -46,19 +46,19 @@ def _entry(run_id: str, prefix: str, status: str = "success") -> dict[str, Any]:
     }
 
 
-def _publish(store: ResultsStore, prefix: str, run_id: str, **overrides: Any) -> PublishedRun:
+def _publish(store: ResultsBucketHook, prefix: str, run_id: str, **overrides: Any) -> PublishedRun:
     arguments: dict[str, Any] = {
         "prefix": prefix,
         "run_id": run_id,
         "results": _results(run_id),
         "metrics_text": json.dumps({"run_id": run_id, "scenarios": {}}),
-        "report_keys": {},
+        "ginkgo_report_keys": {},
         "entry": _entry(run_id, prefix),
     }
     return publish_run(store, **{**arguments, **overrides})
 
 
-def _manifest(store: ResultsStore, prefix: str) -> dict[str, Any]:
+def _manifest(store: ResultsBucketHook, prefix: str) -> dict[str, Any]:
     text = store.read_text(manifest_key(prefix))
     assert text is not None
     return dict(json.loads(text))
@@ -68,11 +68,13 @@ def test_a_run_is_published_with_its_objects_and_entry(prefix: str) -> None:
     store = _store()
     report = [{"SuitePath": "/suite", "SpecReports": [{"State": "passed"}]}]
     store.write_text(key=f"{prefix}in/report-a.json", text=json.dumps(report))
-    published = _publish(store, prefix, "r1", report_keys={"a": f"{prefix}in/report-a.json", "b": None})
+    published = _publish(
+        store, prefix, "r1", ginkgo_report_keys={"a": f"{prefix}in/report-a.json", "b": None}
+    )
     assert published.problems == []
     assert published.manifest_attempts == 1
     assert json.loads(store.read_text(published.keys.results) or "") == _results("r1")
-    assert json.loads(store.read_text(published.keys.report) or "") == report
+    assert json.loads(store.read_text(published.keys.ginkgo_report) or "") == report
     assert json.loads(store.read_text(published.keys.metrics) or "")["run_id"] == "r1"
     head = store.client.head_object(Bucket=store.bucket, Key=published.keys.results)
     assert head["ContentType"] == "application/json"
@@ -142,7 +144,7 @@ def test_an_unreachable_bucket_is_a_clear_error(prefix: str, monkeypatch: pytest
         "extra": {"endpoint_url": "http://127.0.0.1:9"},
     }
     monkeypatch.setenv("AIRFLOW_CONN_AWS_GONE", json.dumps(gone))
-    store = ResultsStore(aws_conn_id="aws_gone", bucket="kai-scale-results", max_attempts=2)
+    store = ResultsBucketHook(aws_conn_id="aws_gone", bucket="kai-scale-results", max_attempts=2)
     with pytest.raises(
         PublishError, match=r"could not publish run r1 to s3://kai-scale-results/test-"
     ) as raised:
@@ -152,7 +154,7 @@ def test_an_unreachable_bucket_is_a_clear_error(prefix: str, monkeypatch: pytest
 
 
 def test_a_missing_bucket_is_a_clear_error(prefix: str) -> None:
-    store = ResultsStore(aws_conn_id="aws_default", bucket="no-such-bucket")
+    store = ResultsBucketHook(aws_conn_id="aws_default", bucket="no-such-bucket")
     with pytest.raises(PublishError, match="NoSuchBucket"):
         _publish(store, prefix, "r1")
 
@@ -200,7 +202,7 @@ def test_transient_s3_errors_are_retried(
         flaky = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])
         flaky["extra"]["endpoint_url"] = f"http://127.0.0.1:{server.server_port}"
         monkeypatch.setenv("AIRFLOW_CONN_AWS_FLAKY", json.dumps(flaky))
-        store = ResultsStore(aws_conn_id="aws_flaky", bucket=localenv_settings.DEFAULT_BUCKET)
+        store = ResultsBucketHook(aws_conn_id="aws_flaky", bucket=localenv_settings.DEFAULT_BUCKET)
         _publish(store, prefix, "r1")
     finally:
         server.shutdown()

@@ -27,7 +27,7 @@ import httpx
 import pytest
 from kubernetes import client
 
-from kai_scale import labels
+from kai_scale_model import labels
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -260,7 +260,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     assert (by_name["flaky"]["status"], by_name["flaky"]["try_number"]) == ("success", 2)
     assert (by_name["steady"]["status"], by_name["steady"]["try_number"]) == ("success", 1)
     stored = boto3.client("s3").get_object(
-        Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{summary['run_id']}/summary.json"
+        Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{summary['run_id']}/run-summary.json"
     )
     assert json.loads(stored["Body"].read())["status"] == "success"
 
@@ -279,7 +279,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
 
 def _summary(airflow_api: httpx.Client, run_id: str) -> dict[str, Any]:
     value = airflow_api.get(
-        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/publish_results/xcomEntries/summary",
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/publish_results/xcomEntries/run_summary",
         params={"deserialize": True},
     ).json()["value"]
     return dict(value if isinstance(value, dict) else json.loads(value))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kai_scale.hooks.results_store import ResultsStore
-from kai_scale.scenarios.model import Scenario
+from kai_scale.hooks.results_bucket import ResultsBucketHook
+from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, output_file
+from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
 from tests.integration.airflow_env import STANDIN_SUITE
 
@@ -51,21 +52,21 @@ def _run_runner(*, workdir: Path, urls: dict[str, str]) -> subprocess.CompletedP
 
 
 def test_a_report_that_cannot_be_uploaded_leaves_no_result_claiming_it(tmp_path: Path) -> None:
-    """result.json goes up last: when the report's upload fails, the result is not uploaded either."""
-    store = ResultsStore(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+    """outcome.json goes up last: when the report's upload fails, the result is not uploaded either."""
+    store = ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
     prefix = f"test-{uuid.uuid4().hex[:8]}/"
-    keys = {"result": f"{prefix}result.json", "report": f"{prefix}report.json"}
+    keys = {name: f"{prefix}{output_file(name)}" for name in (OUTCOME, GINKGO_REPORT)}
     urls = {name: store.presign_put(key=key, expires_seconds=600) for name, key in keys.items()}
-    missing_bucket = ResultsStore(aws_conn_id="aws_default", bucket="no-such-bucket")
-    broken_report_url = missing_bucket.presign_put(key=keys["report"], expires_seconds=600)
+    missing_bucket = ResultsBucketHook(aws_conn_id="aws_default", bucket="no-such-bucket")
+    broken_report_url = missing_bucket.presign_put(key=keys[GINKGO_REPORT], expires_seconds=600)
 
-    failed = _run_runner(workdir=tmp_path / "first", urls={**urls, "report": broken_report_url})
+    failed = _run_runner(workdir=tmp_path / "first", urls={**urls, GINKGO_REPORT: broken_report_url})
 
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert "outputs not uploaded: uploading report.json failed: HTTP 404" in failed.stdout
-    assert not store.exists(keys["result"])
+    assert "outputs not uploaded: uploading ginkgo-report.json failed: HTTP 404" in failed.stdout
+    assert not store.exists(keys[OUTCOME])
     # The same result URL works once the report's does: it was the order, not the URL.
     passed = _run_runner(workdir=tmp_path / "second", urls=urls)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert store.exists(keys["result"])
-    assert store.exists(keys["report"])
+    assert store.exists(keys[OUTCOME])
+    assert store.exists(keys[GINKGO_REPORT])

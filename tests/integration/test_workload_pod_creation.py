@@ -11,7 +11,7 @@ import yaml
 from kubernetes import client
 from kubernetes_asyncio.client import ApiClient
 
-from kai_scale.runner.workload import _configuration, _create_pods
+from kai_scale_runner.workload import _configuration, _create_pods
 from localenv.environment import LocalEnvironment
 
 ALLOWED = "pod-creator"

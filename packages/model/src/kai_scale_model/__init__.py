@@ -1,0 +1,1 @@
+"""What the pipeline and the runner share: scenarios, durations, the runner's interface and outcome. Pure."""

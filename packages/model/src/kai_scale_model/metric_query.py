@@ -1,0 +1,20 @@
+"""A named PromQL expression: a metrics profile's entry, or one a scenario file adds. Pure."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QUERY_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+class MetricQuery(BaseModel):
+    """One named PromQL expression, evaluated over a scenario's window."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(pattern=QUERY_NAME_PATTERN)]
+    query: Annotated[str, Field(min_length=1)]
+    unit: str = Field(description="unit of the values, e.g. ms, seconds, bytes, cores, 1/s")
+    description: str = ""

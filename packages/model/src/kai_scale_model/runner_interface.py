@@ -1,0 +1,30 @@
+"""What passes between the pipeline and a runner pod: the pod's environment and the runner's uploads.
+
+The pipeline's operator sets these variables and presigns one upload URL per output; the runner reads
+the variables and uploads its files by these names. Pure: names only, so both sides agree by import.
+"""
+
+from __future__ import annotations
+
+SCENARIO_ENV = "KAI_SCALE_SCENARIO"
+"""The scenario, as the JSON of ``kai_scale_model.scenario.Scenario``."""
+NODE_COUNT_ENV = "NODE_COUNT"
+"""The KWOK node count of the run; the KAI suite reads the same variable."""
+RUN_ID_ENV = "KAI_SCALE_RUN_ID"
+"""The pipeline's run id (labels of the workload's pods)."""
+NAMESPACE_ENV = "POD_NAMESPACE"
+"""The runner pod's own namespace, from the downward API."""
+OUTPUT_URLS_ENV = "KAI_SCALE_OUTPUT_URLS"
+"""A JSON object: output name -> presigned PUT URL."""
+
+OUTCOME = "outcome"
+"""The scenario outcome, ``outcome.json`` (``kai_scale_model.outcome.ScenarioOutcome``)."""
+GINKGO_REPORT = "ginkgo-report"
+"""The KAI suite's own Ginkgo JSON report, ``ginkgo-report.json`` (suite scenarios only)."""
+OUTPUTS = (GINKGO_REPORT, OUTCOME)
+"""Every output, in upload order: the outcome goes last, so once it exists the rest do too."""
+
+
+def output_file(name: str) -> str:
+    """The file name of an output, e.g. ``outcome.json``."""
+    return f"{name}.json"

@@ -1,0 +1,357 @@
+"""Preparing the target cluster for a run and putting it back afterwards.
+
+Each step is idempotent and fast when its work is already done, because clearing a scenario task
+re-runs the setup. Each returns the lines it logs, so the task log says what was found and done.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.utils import parse_quantity
+
+from kai_scale.cluster import helm
+from kai_scale.hooks.cluster import ClusterHook
+from kai_scale_model import labels
+
+STAGE_CRD = "stages.kwok.x-k8s.io"
+NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
+SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
+KAI_QUEUE_CRD = "queues.scheduling.run.ai"
+KAI_SHARD_CRD = "schedulingshards.kai.scheduler"
+NODEPOOL = ("kwok.sigs.run-ai.com/v1beta1", "NodePool")
+NODEPOOL_NAME = "managed-nodepool"
+ORIGINAL_COUNT_ANNOTATION = "kai-scale.dev/original-node-count"
+GPU_RESOURCE = "nvidia.com/gpu"
+# Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
+# behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
+# priority classes carry app=engine-e2e and are removed by that label.)
+SNAPSHOT_KINDS: tuple[tuple[str, str], ...] = (
+    ("scheduling.run.ai/v2", "Queue"),
+    ("kai.scheduler/v1alpha1", "Topology"),
+    ("kwok.sigs.run-ai.com/v1beta1", "NodePool"),
+    ("kwok.x-k8s.io/v1alpha1", "Stage"),
+)
+
+
+class SetupError(RuntimeError):
+    """A setup step cannot do its work; the message says what is missing and what to do."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inventory:
+    """What the preflight found in the cluster."""
+
+    server_version: str
+    """The API server's version."""
+    kai_installed: bool
+    """KAI's Queue CRD exists."""
+    kai_deployments: tuple[str, ...]
+    """Deployments in namespace kai-scheduler."""
+    kwok_installed: bool
+    """KWOK's Stage CRD exists."""
+    nodepool_crd: bool
+    """kwok-operator's NodePool CRD exists."""
+    prometheus_operator: bool
+    """The ServiceMonitor CRD exists."""
+    helm_on_worker: bool
+    """helm is on the worker's PATH."""
+    existing: dict[str, list[str]]
+    """Names of the SNAPSHOT_KINDS objects at the start of the run, by kind."""
+
+    def lines(self) -> list[str]:
+        """A readable summary for the task log."""
+        return [
+            f"API server {self.server_version}",
+            f"KAI: {'installed' if self.kai_installed else 'not installed'}"
+            + (f" (deployments: {', '.join(self.kai_deployments)})" if self.kai_deployments else ""),
+            f"KWOK: {'installed' if self.kwok_installed else 'not installed'}",
+            f"kwok-operator NodePool CRD: {'installed' if self.nodepool_crd else 'not installed'}",
+            f"Prometheus operator: {'installed' if self.prometheus_operator else 'not installed'}",
+            f"helm on the worker: {'yes' if self.helm_on_worker else 'no'}",
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, for XCom."""
+        return asdict(self)
+
+
+def _kind_key(api_version: str, kind: str) -> str:
+    return f"{kind}.{api_version}"
+
+
+def preflight(cluster: ClusterHook) -> Inventory:
+    """Check the cluster answers, and take stock of what is installed."""
+    version = cluster.server_version()
+    kai = cluster.crd_exists(KAI_QUEUE_CRD)
+    existing = {}
+    for api_version, kind in SNAPSHOT_KINDS:
+        existing[_kind_key(api_version, kind)] = cluster.names(api_version=api_version, kind=kind)
+    return Inventory(
+        server_version=version,
+        kai_installed=kai,
+        kai_deployments=tuple(cluster.deployments("kai-scheduler")) if kai else (),
+        kwok_installed=cluster.crd_exists(STAGE_CRD),
+        nodepool_crd=cluster.crd_exists(NODEPOOL_CRD),
+        prometheus_operator=cluster.crd_exists(SERVICE_MONITOR_CRD),
+        helm_on_worker=helm.helm_available(),
+        existing=existing,
+    )
+
+
+def load_kai_tuning(include_dir: Path) -> list[dict[str, Any]]:
+    """The merge patches that tune KAI for scale (include/manifests/kai-tuning.yaml), checked.
+
+    Raises SetupError naming the service when a request exceeds its limit: Kubernetes would refuse
+    the pods, and KAI's operator would leave the service down.
+    """
+    path = include_dir / "manifests" / "kai-tuning.yaml"
+    patches = list(yaml.safe_load(path.read_text()))
+    for patch in patches:
+        spec = (patch.get("patch") or {}).get("spec") or {}
+        for service, settings in spec.items():
+            if not isinstance(settings, dict):
+                continue
+            problems = _request_over_limit((settings.get("service") or {}).get("resources") or {})
+            if problems:
+                where = f"{path}: {patch.get('kind')} {patch.get('name')}, {service}"
+                raise SetupError(f"{where}: {'; '.join(problems)}; a request may not exceed its limit")
+    return patches
+
+
+def _request_over_limit(resources: dict[str, Any]) -> list[str]:
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    return [
+        f"{resource} request {requests[resource]} is above its limit {limits[resource]}"
+        for resource in sorted(set(requests) & set(limits))
+        if parse_quantity(requests[resource]) > parse_quantity(limits[resource])
+    ]
+
+
+def load_installs(include_dir: Path) -> dict[str, Any]:
+    """include/manifests/installs.yaml: pinned versions of what the setup installs."""
+    document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
+    return document
+
+
+def load_manifest(include_dir: Path, name: str) -> list[dict[str, Any]]:
+    """The objects of include/manifests/<name>."""
+    return [doc for doc in yaml.safe_load_all((include_dir / "manifests" / name).read_text()) if doc]
+
+
+def _fetch_manifests(urls: list[str]) -> list[dict[str, Any]]:
+    documents: list[dict[str, Any]] = []
+    for url in urls:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                documents += [d for d in yaml.safe_load_all(response.read()) if d]
+        except OSError as error:
+            raise SetupError(
+                f"cannot download {url}: {error}; the worker needs to reach it to install it"
+            ) from error
+    return documents
+
+
+def install_kwok(cluster: ClusterHook, *, installs: dict[str, Any]) -> list[str]:
+    """KWOK and its fast stages, without the stages KAI's setup removes (pod-complete)."""
+    kwok = installs["kwok"]
+    lines = []
+    if cluster.crd_exists(STAGE_CRD):
+        lines.append("KWOK already installed")
+    else:
+        applied = cluster.apply(_fetch_manifests(kwok["manifests"]))
+        lines.append(f"installed KWOK {kwok['version']}: {len(applied)} objects")
+    for stage in kwok["delete_stages"]:
+        deleted = cluster.delete(api_version="kwok.x-k8s.io/v1alpha1", kind="Stage", name=stage)
+        lines.append(f"stage {stage}: {'deleted' if deleted else 'absent'}")
+    return lines
+
+
+def prepare_runner_access(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
+    """The runner pods' namespace, ServiceAccount and RBAC (include/manifests/runner-rbac.yaml)."""
+    return [f"applied {name}" for name in cluster.apply(load_manifest(include_dir, "runner-rbac.yaml"))]
+
+
+def size_node_pool(
+    cluster: ClusterHook, *, installs: dict[str, Any], include_dir: Path, node_count: int
+) -> list[str]:
+    """kwok-operator (if missing) and managed-nodepool at ``node_count``; remembers the count to restore."""
+    lines = []
+    if not cluster.crd_exists(NODEPOOL_CRD):
+        operator = installs["kwok_operator"]
+        cluster.apply(_fetch_manifests(operator["manifests"]))
+        lines.append(f"installed kwok-operator {operator['version']}")
+    current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+    annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})
+    # Recorded once per run: a re-run setup (a retried scenario) must not record the run's own size.
+    original = annotations.get(ORIGINAL_COUNT_ANNOTATION)
+    if original is None:
+        original = str(current["spec"]["nodeCount"]) if current else "absent"
+    pool = load_manifest(include_dir, "managed-nodepool.yaml")[0]
+    pool["spec"]["nodeCount"] = node_count
+    pool["metadata"].setdefault("annotations", {})[ORIGINAL_COUNT_ANNOTATION] = original
+    cluster.apply([pool])
+    lines.append(f"NodePool {NODEPOOL_NAME}: {node_count} nodes (was {original})")
+    return lines
+
+
+def _chart(release: str, spec: dict[str, Any]) -> helm.Chart:
+    return helm.Chart(
+        release=release,
+        chart=spec["chart"],
+        version=str(spec["version"]),
+        namespace=spec["namespace"],
+        repo=spec.get("repo"),
+        values={k: str(v) for k, v in (spec.get("set") or {}).items()},
+    )
+
+
+def install_fake_gpu_operator(
+    cluster: ClusterHook, *, installs: dict[str, Any], include_dir: Path
+) -> list[str]:
+    """The fake GPU operator (reports GPUs on KWOK nodes), when neither it nor a GPU source is there."""
+    spec = installs["charts"]["fake-gpu-operator"]
+    if cluster.get(api_version="v1", kind="ConfigMap", name="topology", namespace=spec["namespace"]):
+        return ["fake GPU operator already installed"]
+    if not helm.helm_available():
+        template = load_manifest(include_dir, "managed-nodepool.yaml")[0]["spec"]["nodeTemplate"]
+        if GPU_RESOURCE in ((template.get("status") or {}).get("allocatable") or {}):
+            # Where the NodePool controller copies the template's status (the local environment), the
+            # nodes report GPUs without the operator; wait_for_nodes checks that they really do.
+            return [
+                "fake GPU operator not installed and no helm on the worker; the node template carries "
+                f"{GPU_RESOURCE}, so nodes may report GPUs without it (checked by wait_for_nodes)"
+            ]
+        raise SetupError(
+            "the fake GPU operator is not installed and helm is not on the worker's PATH; "
+            f"install helm on the worker or install the chart {spec['chart']} {spec['version']} by hand"
+        )
+    with cluster.cli_kubeconfig() as kubeconfig:
+        changed = helm.ensure_release(_chart("fake-gpu-operator", spec), kubeconfig=kubeconfig)
+    lines = [f"fake-gpu-operator {spec['version']} {'installed' if changed else 'up to date'}"]
+    for deployment in spec.get("delete_deployments") or []:
+        deleted = cluster.delete(
+            api_version="apps/v1", kind="Deployment", name=deployment, namespace=spec["namespace"]
+        )
+        lines.append(f"deployment {deployment}: {'deleted' if deleted else 'absent'}")
+    return lines
+
+
+def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any]) -> list[str]:
+    """kube-prometheus-stack and Pyroscope, where helm can install them."""
+    charts = installs["charts"]
+    if not helm.helm_available():
+        if cluster.crd_exists(SERVICE_MONITOR_CRD):
+            return ["Prometheus operator installed; helm not on the worker, Pyroscope left as it is"]
+        return [
+            "no Prometheus operator and no helm on the worker: metrics come from the Prometheus "
+            "of the pipeline's Prometheus connection (the local environment runs its own)"
+        ]
+    lines = []
+    with cluster.cli_kubeconfig() as kubeconfig:
+        for release in ("kube-prometheus-stack", "pyroscope"):
+            changed = helm.ensure_release(_chart(release, charts[release]), kubeconfig=kubeconfig)
+            lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")
+    return lines
+
+
+def install_service_monitors(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
+    """ServiceMonitors for KAI's scheduler and binder, where the Prometheus operator runs."""
+    if not cluster.crd_exists(SERVICE_MONITOR_CRD):
+        return ["no ServiceMonitor CRD (no Prometheus operator): nothing to apply"]
+    return [f"applied {name}" for name in cluster.apply(load_manifest(include_dir, "service-monitors.yaml"))]
+
+
+def tune_kai(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
+    """KAI tuned for scale (include/manifests/kai-tuning.yaml), where KAI is installed."""
+    if not cluster.crd_exists(KAI_SHARD_CRD):
+        return ["KAI not installed: nothing to tune (ginkgo scenarios will be skipped)"]
+    patches = load_kai_tuning(include_dir)
+    lines = []
+    for patch in patches:
+        cluster.merge_patch(
+            api_version=patch["apiVersion"], kind=patch["kind"], name=patch["name"], patch=patch["patch"]
+        )
+        lines.append(f"patched {patch['kind']} {patch['name']}")
+    return lines
+
+
+def wait_for_nodes(
+    cluster: ClusterHook,
+    *,
+    node_count: int,
+    timeout: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Wait until the NodePool's nodes are Ready with GPUs allocatable."""
+    deadline_seconds = timeout if timeout is not None else 300 + 0.1 * node_count
+    selector = f"kwok.x-k8s.io/controller={NODEPOOL_NAME}"
+    deadline = clock() + deadline_seconds
+    total = ready = 0
+    while clock() < deadline:
+        total, ready = cluster.node_readiness(selector=selector, resource=GPU_RESOURCE)
+        if ready >= node_count:
+            return [f"{ready} nodes Ready with {GPU_RESOURCE}"]
+        sleep(2)
+    raise SetupError(
+        f"only {ready} of {node_count} nodes of NodePool {NODEPOOL_NAME} are Ready with {GPU_RESOURCE} "
+        f"after {deadline_seconds:.0f} s ({total} exist); check kwok-operator, KWOK and the fake GPU operator"
+    )
+
+
+def teardown(cluster: ClusterHook, *, run_id: str, existing: dict[str, list[str]] | None) -> list[str]:
+    """Remove what the run created and scale the NodePool back.
+
+    What the run created: objects with its labels, and what appeared since the preflight. Installed
+    infrastructure (KWOK, operators, monitoring, KAI's tuning) stays for the next run.
+    """
+    # First, so an unreachable cluster is one clear error rather than a client traceback.
+    lines = [f"API server {cluster.server_version()}"]
+    run_selector = f"{labels.RUN_ID}={labels.label_value(run_id)}"
+    for api_version, kind in (("v1", "Pod"), ("batch/v1", "Job")):
+        count = cluster.delete_labelled(api_version=api_version, kind=kind, selector=run_selector)
+        lines.append(f"deleted {count} {kind}s labelled {run_selector}")
+    for api_version, kind in (("v1", "Namespace"), ("scheduling.k8s.io/v1", "PriorityClass")):
+        count = cluster.delete_labelled(api_version=api_version, kind=kind, selector="app=engine-e2e")
+        lines.append(f"deleted {count} {kind}s of KAI's suite (app=engine-e2e)")
+    if existing is None:
+        lines.append("no preflight inventory: objects created by a failed suite were not looked for")
+    else:
+        for api_version, kind in SNAPSHOT_KINDS:
+            before = set(existing.get(_kind_key(api_version, kind), []))
+            if kind == "NodePool":
+                before.add(NODEPOOL_NAME)  # the setup's own; scaled back below
+            for name in sorted(set(cluster.names(api_version=api_version, kind=kind)) - before):
+                cluster.delete(api_version=api_version, kind=kind, name=name)
+                lines.append(f"deleted {kind} {name} (created during the run)")
+    lines += _restore_node_pool(cluster)
+    return lines
+
+
+def _restore_node_pool(cluster: ClusterHook) -> list[str]:
+    pool = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+    if pool is None:
+        return [f"NodePool {NODEPOOL_NAME} absent"]
+    original = ((pool.get("metadata") or {}).get("annotations") or {}).get(ORIGINAL_COUNT_ANNOTATION)
+    if original is None:
+        return [f"NodePool {NODEPOOL_NAME}: no original size recorded, left at {pool['spec']['nodeCount']}"]
+    if original == "absent":
+        cluster.delete(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+        return [f"NodePool {NODEPOOL_NAME} deleted (the run created it)"]
+    cluster.merge_patch(
+        api_version=NODEPOOL[0],
+        kind=NODEPOOL[1],
+        name=NODEPOOL_NAME,
+        patch={
+            "metadata": {"annotations": {ORIGINAL_COUNT_ANNOTATION: None}},
+            "spec": {"nodeCount": int(original)},
+        },
+    )
+    return [f"NodePool {NODEPOOL_NAME} scaled back to {original} nodes"]

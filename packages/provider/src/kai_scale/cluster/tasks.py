@@ -1,0 +1,100 @@
+"""The bodies of the setup and teardown tasks: each reads its parameters and logs what it found and did."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from kai_scale.cluster import setup
+from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.params import check_params
+from kai_scale.run_id import run_id_of
+from kai_scale.settings import PipelineSettings
+
+log = logging.getLogger(__name__)
+
+CHECK_CLUSTER_TASK = "check_cluster"
+
+
+def _logged(lines: Sequence[str]) -> list[str]:
+    for line in lines:
+        log.info("%s", line)
+    return list(lines)
+
+
+def _cluster(settings: PipelineSettings) -> ClusterHook:
+    return ClusterHook(conn_id=settings.kubernetes_conn_id)
+
+
+def check_cluster(settings: PipelineSettings, scenario_names: Sequence[str], params: Any) -> dict[str, Any]:
+    """Refuse bad parameters; check the cluster answers and take stock of what is installed."""
+    check_params(params, scenario_names=scenario_names)
+    inventory = setup.preflight(_cluster(settings))
+    _logged(inventory.lines())
+    return inventory.to_dict()
+
+
+def install_kwok(settings: PipelineSettings) -> list[str]:
+    """KWOK and its stages (pod-complete removed)."""
+    installs = setup.load_installs(settings.include_dir)
+    return _logged(setup.install_kwok(_cluster(settings), installs=installs))
+
+
+def prepare_runner_access(settings: PipelineSettings) -> list[str]:
+    """Namespace, ServiceAccount and RBAC of the runner pods."""
+    return _logged(setup.prepare_runner_access(_cluster(settings), include_dir=settings.include_dir))
+
+
+def size_node_pool(settings: PipelineSettings, params: Any) -> list[str]:
+    """kwok-operator and managed-nodepool sized for the run."""
+    return _logged(
+        setup.size_node_pool(
+            _cluster(settings),
+            installs=setup.load_installs(settings.include_dir),
+            include_dir=settings.include_dir,
+            node_count=params["node_count"],
+        )
+    )
+
+
+def install_fake_gpu_operator(settings: PipelineSettings) -> list[str]:
+    """The fake GPU operator, which reports GPUs on the KWOK nodes."""
+    return _logged(
+        setup.install_fake_gpu_operator(
+            _cluster(settings),
+            installs=setup.load_installs(settings.include_dir),
+            include_dir=settings.include_dir,
+        )
+    )
+
+
+def install_monitoring(settings: PipelineSettings) -> list[str]:
+    """kube-prometheus-stack and Pyroscope."""
+    installs = setup.load_installs(settings.include_dir)
+    return _logged(setup.install_monitoring(_cluster(settings), installs=installs))
+
+
+def install_service_monitors(settings: PipelineSettings) -> list[str]:
+    """ServiceMonitors for KAI's scheduler and binder."""
+    return _logged(setup.install_service_monitors(_cluster(settings), include_dir=settings.include_dir))
+
+
+def tune_kai(settings: PipelineSettings) -> list[str]:
+    """KAI tuned for scale: consolidation off, high binder concurrency, service resources."""
+    return _logged(setup.tune_kai(_cluster(settings), include_dir=settings.include_dir))
+
+
+def wait_for_nodes(settings: PipelineSettings, params: Any) -> list[str]:
+    """All nodes of the NodePool Ready with GPUs."""
+    return _logged(setup.wait_for_nodes(_cluster(settings), node_count=params["node_count"]))
+
+
+def tear_down_environment(settings: PipelineSettings, *, setup_group: str, context: Any) -> list[str]:
+    """Remove what the run created and scale the NodePool back; runs after failures too."""
+    # Pulled, not passed: a failed preflight leaves no inventory, and teardown must still run.
+    inventory = context["ti"].xcom_pull(task_ids=f"{setup_group}.{CHECK_CLUSTER_TASK}")
+    existing = inventory.get("existing") if inventory else None
+    return _logged(
+        setup.teardown(_cluster(settings), run_id=run_id_of(context["dag_run"]), existing=existing)
+    )

@@ -1,0 +1,172 @@
+"""Builds the nightly DAG: setup tasks, one runner pod per scenario, metrics, publishing, teardown.
+
+Wiring only: each task's body lives with its concern (``cluster.tasks``, ``metrics.task``,
+``publishing.task``). Scenarios run one at a time (``max_active_tasks=1``: they share and measure one
+cluster) as siblings, so a failed scenario never blocks another, and clearing one scenario re-runs only
+it, its setup (cleared with it by Airflow) and what comes after it: metrics, publishing and the teardown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Param, TriggerRule, XComArg, chain, task
+from airflow.sdk.definitions.taskgroup import TaskGroup
+
+from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.metrics import task as metrics_task
+from kai_scale.metrics.profile import MetricsProfile, load_profile
+from kai_scale.operators.scenario_pod import ScenarioPodOperator
+from kai_scale.params import param_schema
+from kai_scale.publishing import task as publishing_task
+from kai_scale.settings import PipelineSettings
+from kai_scale_model.scenario import Scenario
+
+DEFAULT_SCHEDULE = "@daily"
+SETUP_RETRIES = 2
+TAGS = ["kai-scheduler", "scale-test", "kwok"]
+SETUP_GROUP = "setup"
+METRICS_PROFILE = "metrics/default.yaml"
+
+
+def _schedule(explicit: str | None) -> str | None:
+    """The given schedule, else ``KAI_SCALE_SCHEDULE`` (a cron or preset; ``none`` for manual runs only)."""
+    value = explicit or os.environ.get("KAI_SCALE_SCHEDULE", DEFAULT_SCHEDULE)
+    return None if value.strip().lower() == "none" else value
+
+
+def _checked_profile(settings: PipelineSettings, scenarios: Sequence[Scenario]) -> MetricsProfile:
+    profile = load_profile(settings.include_dir / METRICS_PROFILE)
+    for scenario in scenarios:
+        # At parse time, so a clash is an import error rather than a crash of collect_metrics.
+        profile.with_additions(
+            scenario.metrics, owner=f"scenario file {settings.include_dir}/scenarios/{scenario.name}.yaml"
+        )
+    return profile
+
+
+def build_nightly_dag(
+    *,
+    dag_id: str,
+    scenarios: Sequence[Scenario],
+    doc_md: str,
+    settings: PipelineSettings,
+    schedule: str | None = None,
+) -> DAG:
+    """The nightly scale-test DAG for ``scenarios``."""
+    names = [s.name for s in scenarios]
+    profile = _checked_profile(settings, scenarios)
+    schema = param_schema(scenario_names=names, enabled=[s.name for s in scenarios if s.enabled])
+
+    with DAG(
+        dag_id=dag_id,
+        schedule=_schedule(schedule),
+        start_date=datetime(2026, 1, 1),
+        catchup=False,
+        max_active_runs=1,
+        max_active_tasks=1,
+        params={name: Param(**spec) for name, spec in schema.items()},
+        tags=TAGS,
+        doc_md=doc_md,
+        default_args={
+            "retries": SETUP_RETRIES,
+            "retry_delay": timedelta(seconds=settings.retry_delay_seconds),
+        },
+    ) as dag:
+        with TaskGroup(SETUP_GROUP, tooltip="prepare the cluster; idempotent, re-run by a retried scenario"):
+            setups = _setup_tasks(settings=settings, names=names)
+            chain(*setups)
+        # One retry, which only a lost worker uses: it reattaches to the running pod (see the operator).
+        scenario_tasks = [ScenarioPodOperator(scenario=s, settings=settings, retries=1) for s in scenarios]
+
+        # No retries: the client retries connecting; re-collecting is a clear of this task.
+        @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
+        def collect_metrics(**context: Any) -> str:
+            """Each selected scenario's metrics over its own window, to runs/<run-id>/metrics.json."""
+            return metrics_task.collect_metrics(
+                settings=settings, scenarios=scenarios, profile=profile, context=context
+            )
+
+        # No retries: a failed scenario fails it on purpose; S3 errors are retried by the client.
+        @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
+        def publish_results(**context: Any) -> dict[str, Any]:
+            """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry."""
+            return publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)
+
+        @task(retries=SETUP_RETRIES)
+        def tear_down_environment(**context: Any) -> list[str]:
+            """Remove what the run created and scale the NodePool back; runs after failures too."""
+            return cluster_tasks.tear_down_environment(settings, setup_group=SETUP_GROUP, context=context)
+
+        teardown = tear_down_environment()
+        setups[-1] >> scenario_tasks >> collect_metrics() >> publish_results() >> teardown
+        teardown.as_teardown(setups=setups)  # type: ignore[arg-type]  # XComArgs are accepted at run time
+        # A teardown is skipped when no setup succeeded (all_done_setup_success); ours must run even
+        # then, so an unreachable cluster or refused params still end with it and its log.
+        for operator, _ in teardown.iter_references():
+            operator.trigger_rule = TriggerRule.ALL_DONE
+    return dag
+
+
+def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XComArg]:
+    """The setup steps, each its own task so the UI shows where a setup failed."""
+
+    @task(task_id=cluster_tasks.CHECK_CLUSTER_TASK)
+    def check_cluster(**context: Any) -> dict[str, Any]:
+        """Refuse bad parameters; check the cluster answers and take stock of what is installed."""
+        return cluster_tasks.check_cluster(settings, names, context["params"])
+
+    @task
+    def install_kwok() -> list[str]:
+        """KWOK and its stages (pod-complete removed)."""
+        return cluster_tasks.install_kwok(settings)
+
+    @task
+    def prepare_runner_access() -> list[str]:
+        """Namespace, ServiceAccount and RBAC of the runner pods."""
+        return cluster_tasks.prepare_runner_access(settings)
+
+    @task
+    def size_node_pool(**context: Any) -> list[str]:
+        """kwok-operator and managed-nodepool sized for the run."""
+        return cluster_tasks.size_node_pool(settings, context["params"])
+
+    @task
+    def install_fake_gpu_operator() -> list[str]:
+        """The fake GPU operator, which reports GPUs on the KWOK nodes."""
+        return cluster_tasks.install_fake_gpu_operator(settings)
+
+    @task
+    def install_monitoring() -> list[str]:
+        """kube-prometheus-stack and Pyroscope."""
+        return cluster_tasks.install_monitoring(settings)
+
+    @task
+    def install_service_monitors() -> list[str]:
+        """ServiceMonitors for KAI's scheduler and binder."""
+        return cluster_tasks.install_service_monitors(settings)
+
+    @task
+    def tune_kai() -> list[str]:
+        """KAI tuned for scale: consolidation off, high binder concurrency, service resources."""
+        return cluster_tasks.tune_kai(settings)
+
+    @task
+    def wait_for_nodes(**context: Any) -> list[str]:
+        """All nodes of the NodePool Ready with GPUs."""
+        return cluster_tasks.wait_for_nodes(settings, context["params"])
+
+    return [
+        check_cluster(),
+        install_kwok(),
+        prepare_runner_access(),
+        size_node_pool(),
+        install_fake_gpu_operator(),
+        install_monitoring(),
+        install_service_monitors(),
+        tune_kai(),
+        wait_for_nodes(),
+    ]

@@ -1,0 +1,193 @@
+"""Kubernetes I/O of the setup, teardown and checks, on the Airflow connection's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from typing import Any
+
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from urllib3.exceptions import HTTPError
+
+FIELD_MANAGER = "kai-scale-pipeline"
+
+
+class ClusterUnreachable(RuntimeError):
+    """The cluster did not answer; the message names the connection and what to check."""
+
+
+class ClusterHook(KubernetesHook):
+    """Reads and changes objects in the target cluster (a ``kubernetes`` connection). Clients are lazy.
+
+    :param conn_id: Airflow connection of the cluster.
+    """
+
+    hook_name = "KAI scale target cluster"
+
+    def __init__(self, *, conn_id: str) -> None:
+        super().__init__(conn_id=conn_id)
+
+    @cached_property
+    def dynamic(self) -> DynamicClient:
+        """A client for any kind, discovered from the API server."""
+        return DynamicClient(self.api_client)
+
+    @contextmanager
+    def cli_kubeconfig(self) -> Iterator[str | None]:
+        """A kubeconfig path for command-line tools (helm) that reaches this connection's cluster.
+
+        The connection's ``kube_config_path``, or its inline ``kube_config`` written to a private file
+        for the duration; None (the tool's own default: in-cluster or ``KUBECONFIG``) when it has
+        neither, as the connection's client does then.
+        """
+        extra = self.conn_extras
+        if extra.get("kube_config_path"):
+            yield str(extra["kube_config_path"])
+            return
+        inline = extra.get("kube_config")
+        if not inline:
+            yield None
+            return
+        text = inline if isinstance(inline, str) else json.dumps(inline)
+        # mkstemp creates the file readable by its owner only: it holds credentials.
+        handle, path = tempfile.mkstemp(prefix="kai-scale-kubeconfig-")
+        try:
+            with os.fdopen(handle, "w") as file:
+                file.write(text)
+            yield path
+        finally:
+            os.unlink(path)
+
+    def _unreachable(self, error: Exception) -> ClusterUnreachable:
+        host = self.api_client.configuration.host
+        return ClusterUnreachable(
+            f"cannot reach the cluster of connection '{self.conn_id}' at {host}: {error}. "
+            "Check that the cluster runs and that the connection's kubeconfig points at it."
+        )
+
+    def server_version(self) -> str:
+        """The API server's version; raises ClusterUnreachable when it does not answer."""
+        try:
+            info = client.VersionApi(self.api_client).get_code(_request_timeout=15)
+        except (HTTPError, OSError, ApiException) as error:
+            raise self._unreachable(error) from error
+        return str(info.git_version)
+
+    def crd_exists(self, name: str) -> bool:
+        """Whether the CustomResourceDefinition ``name`` is installed."""
+        try:
+            client.ApiextensionsV1Api(self.api_client).read_custom_resource_definition(name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def get(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The object as a dict, or None when it (or its kind) does not exist."""
+        try:
+            found = self._resource(api_version, kind).get(name=name, namespace=namespace)
+        except (NotFoundError, ResourceNotFoundError):
+            return None
+        return dict(found.to_dict())
+
+    def apply(self, documents: Iterable[dict[str, Any]]) -> list[str]:
+        """Server-side apply each object (creating or updating it); returns ``kind/name`` of each."""
+        applied = []
+        for document in documents:
+            resource = self._resource(document["apiVersion"], document["kind"])
+            metadata = document["metadata"]
+            resource.server_side_apply(
+                body=document,
+                name=metadata["name"],
+                namespace=metadata.get("namespace"),
+                field_manager=FIELD_MANAGER,
+                force_conflicts=True,
+            )
+            applied.append(f"{document['kind']}/{metadata['name']}")
+        return applied
+
+    def merge_patch(
+        self, *, api_version: str, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None
+    ) -> None:
+        """JSON merge patch of one object."""
+        self._resource(api_version, kind).patch(
+            body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
+        )
+
+    def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Delete one object; False when it did not exist."""
+        try:
+            self._resource(api_version, kind).delete(name=name, namespace=namespace)
+        except (NotFoundError, ResourceNotFoundError):
+            return False
+        return True
+
+    def delete_labelled(self, *, api_version: str, kind: str, selector: str) -> int:
+        """Delete every object of a kind, in all namespaces, that matches the label selector."""
+        try:
+            resource = self._resource(api_version, kind)
+        except ResourceNotFoundError:
+            return 0
+        items = resource.get(label_selector=selector).items
+        for item in items:
+            try:
+                resource.delete(name=item.metadata.name, namespace=item.metadata.namespace)
+            except NotFoundError:
+                continue
+        return len(items)
+
+    def names(self, *, api_version: str, kind: str) -> list[str]:
+        """Names of all objects of a cluster-scoped kind (empty when the kind is not served)."""
+        try:
+            return sorted(item.metadata.name for item in self._resource(api_version, kind).get().items)
+        except ResourceNotFoundError:
+            return []
+
+    def node_readiness(self, *, selector: str, resource: str) -> tuple[int, int]:
+        """(nodes matching the selector, of which Ready with ``resource`` allocatable)."""
+        response = client.CoreV1Api(self.api_client).list_node(
+            label_selector=selector, _preload_content=False
+        )
+        nodes = json.loads(response.data)["items"]
+        ready = 0
+        for node in nodes:
+            status = node.get("status") or {}
+            is_ready = any(
+                c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []
+            )
+            has_resource = str((status.get("allocatable") or {}).get(resource, "0")) not in ("0", "")
+            ready += is_ready and has_resource
+        return len(nodes), ready
+
+    def node_count(self) -> int:
+        """How many nodes the cluster has (one small request: the API server counts the rest).
+
+        Raises ClusterUnreachable when the cluster does not answer.
+        """
+        try:
+            response = client.CoreV1Api(self.api_client).list_node(
+                limit=1, _preload_content=False, _request_timeout=15
+            )
+        except (HTTPError, OSError, ApiException) as error:
+            raise self._unreachable(error) from error
+        listing = json.loads(response.data)
+        return len(listing["items"]) + int(listing["metadata"].get("remainingItemCount") or 0)
+
+    def deployments(self, namespace: str) -> list[str]:
+        """Names of the deployments in ``namespace`` (empty when it does not exist)."""
+        names = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items
+        return sorted(d.metadata.name for d in names)

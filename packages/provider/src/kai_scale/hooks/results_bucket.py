@@ -1,0 +1,156 @@
+"""The results bucket: presigned uploads for runner pods, reading and writing JSON objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from typing import IO, Any
+
+from airflow.sdk import BaseHook
+from botocore.exceptions import BotoCoreError, ClientError
+
+JSON_CONTENT_TYPE = "application/json"
+# SigV4 presigned URLs are valid for at most 7 days.
+MAX_PRESIGN_SECONDS = 7 * 24 * 3600
+# S3 answers a lost conditional write with 412, or 409 when two conditional writes overlap.
+CONDITION_FAILED_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+NOT_FOUND_CODES = ("NoSuchKey", "404", "NotFound")
+
+
+class BucketError(RuntimeError):
+    """The results bucket could not be read or written; the message says what was being done."""
+
+
+class ObjectChanged(RuntimeError):
+    """A conditional write lost: the object changed (or appeared) since it was read."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Versioned:
+    """An object's bytes and the ETag it had when read."""
+
+    body: bytes
+    etag: str
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class ResultsBucketHook(BaseHook):
+    """Objects of the results bucket, through the Airflow AWS connection. The client is built on first use.
+
+    :param aws_conn_id: Airflow connection (its extra may set ``endpoint_url``).
+    :param bucket: the results bucket.
+    :param max_attempts: tries of each request; transient errors (5xx, throttling, connection errors)
+        are retried with exponential backoff and jitter (botocore's standard retry mode).
+    """
+
+    conn_name_attr = "aws_conn_id"
+    default_conn_name = "aws_default"
+    # The amazon provider's connection type: this hook reads the same connections as S3Hook.
+    conn_type = "aws"
+    hook_name = "KAI scale results bucket"
+
+    def __init__(self, *, aws_conn_id: str, bucket: str, max_attempts: int = 8) -> None:
+        super().__init__()
+        self.aws_conn_id = aws_conn_id
+        self.bucket = bucket
+        self.max_attempts = max_attempts
+
+    @cached_property
+    def client(self) -> Any:
+        """The boto3 S3 client of the connection (SigV4, retrying transient errors)."""
+        # Imported here: boto3 and botocore are slow to import and DAG parsing never needs them.
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook  # noqa: PLC0415
+        from botocore.config import Config  # noqa: PLC0415
+
+        config = Config(
+            signature_version="s3v4", retries={"max_attempts": self.max_attempts, "mode": "standard"}
+        )
+        return S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
+
+    @contextmanager
+    def errors_named(self, doing: str) -> Iterator[None]:
+        """Turn the S3 client's errors inside the block into one BucketError saying what failed."""
+        try:
+            yield
+        except (BotoCoreError, ClientError) as error:
+            raise BucketError(
+                f"could not {doing} in s3://{self.bucket}: {error}. Check the bucket, its endpoint and "
+                f"the credentials of connection '{self.aws_conn_id}', then clear this task"
+            ) from error
+
+    def presign_put(self, *, key: str, expires_seconds: int) -> str:
+        """A URL that lets its holder PUT one JSON object at ``key``, and nothing else."""
+        return str(
+            self.client.generate_presigned_url(
+                "put_object",
+                Params={"Bucket": self.bucket, "Key": key, "ContentType": JSON_CONTENT_TYPE},
+                ExpiresIn=min(expires_seconds, MAX_PRESIGN_SECONDS),
+            )
+        )
+
+    def _get(self, key: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.client.get_object(Bucket=self.bucket, Key=key))
+        except ClientError as error:
+            if _code(error) in NOT_FOUND_CODES:
+                return None
+            raise
+
+    def read_bytes(self, key: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        response = self._get(key)
+        return None if response is None else bytes(response["Body"].read())
+
+    def read_text(self, key: str) -> str | None:
+        """The object's text, or None when it does not exist."""
+        raw = self.read_bytes(key)
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+    def read_versioned(self, key: str) -> Versioned | None:
+        """The object's bytes with its ETag (for a conditional write back), or None when it does not exist."""
+        response = self._get(key)
+        if response is None:
+            return None
+        return Versioned(body=bytes(response["Body"].read()), etag=str(response["ETag"]))
+
+    def write_conditionally(self, *, key: str, text: str, etag: str | None) -> None:
+        """Write only if the object still has ``etag`` (None: only if it does not exist yet).
+
+        Raises ObjectChanged when another writer got there first.
+        """
+        condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        try:
+            self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=text.encode(), ContentType=JSON_CONTENT_TYPE, **condition
+            )
+        except ClientError as error:
+            if _code(error) in CONDITION_FAILED_CODES:
+                raise ObjectChanged(f"{key} changed while it was being updated") from error
+            raise
+
+    def upload(self, *, key: str, fileobj: IO[bytes]) -> None:
+        """Upload a JSON file object of any size (multipart when large)."""
+        self.client.upload_fileobj(fileobj, self.bucket, key, ExtraArgs={"ContentType": JSON_CONTENT_TYPE})
+
+    def exists(self, key: str) -> bool:
+        """Whether the object exists."""
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if _code(error) in NOT_FOUND_CODES:
+                return False
+            raise
+        return True
+
+    def delete(self, key: str) -> None:
+        """Remove the object; nothing happens when it does not exist."""
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def write_text(self, *, key: str, text: str) -> None:
+        """Write (or overwrite) a JSON object."""
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=text.encode(), ContentType=JSON_CONTENT_TYPE)

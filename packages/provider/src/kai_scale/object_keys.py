@@ -1,0 +1,77 @@
+"""Where a run's objects live in the results bucket. Pure: a function of run, scenario and try.
+
+The names are the README's glossary: per try the runner's ``outcome.json`` and ``ginkgo-report.json``;
+per run the ``run-summary.json`` and ``metrics.json`` under ``runs/``; published, ``results.json``,
+``ginkgo-report.json`` and ``metrics.json`` under the public prefix, indexed by ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, output_file
+
+RUNS_PREFIX = "runs/"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScenarioOutputs:
+    """The object keys of one try of one scenario."""
+
+    outcome: str
+    """The runner's ``outcome.json``."""
+    ginkgo_report: str
+    """The suite's ``ginkgo-report.json`` (suite scenarios only)."""
+
+    def by_name(self) -> dict[str, str]:
+        """Keys by output name (``kai_scale_model.runner_interface``)."""
+        return {OUTCOME: self.outcome, GINKGO_REPORT: self.ginkgo_report}
+
+
+def scenario_outputs(*, run_id: str, scenario: str, try_number: int) -> ScenarioOutputs:
+    """Keys under ``runs/<run-id>/scenarios/<scenario>/try-<n>/``.
+
+    Each try writes its own objects, so a late write of a failed try can never overwrite its retry's;
+    the task records which try counts.
+    """
+    base = f"{RUNS_PREFIX}{run_id}/scenarios/{scenario}/try-{try_number}"
+    return ScenarioOutputs(
+        outcome=f"{base}/{output_file(OUTCOME)}", ginkgo_report=f"{base}/{output_file(GINKGO_REPORT)}"
+    )
+
+
+def run_summary_key(run_id: str) -> str:
+    """The run summary (every scenario's entry), written by the publishing task."""
+    return f"{RUNS_PREFIX}{run_id}/run-summary.json"
+
+
+def run_metrics_key(run_id: str) -> str:
+    """The run's metrics, written by the metrics task and published as they are."""
+    return f"{RUNS_PREFIX}{run_id}/metrics.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedKeys:
+    """The objects a published run consists of, under ``<prefix><run-id>/``."""
+
+    results: str
+    """``results.json``, the results document in the dashboard's schema (the manifest entry's ``path``)."""
+    ginkgo_report: str
+    """``ginkgo-report.json``, the scenarios' Ginkgo reports merged."""
+    metrics: str
+    """``metrics.json``, per scenario."""
+
+
+def published_keys(*, prefix: str, run_id: str) -> PublishedKeys:
+    """Keys of a published run, e.g. ``Public/<run-id>/results.json``."""
+    base = f"{prefix}{run_id}"
+    return PublishedKeys(
+        results=f"{base}/results.json",
+        ginkgo_report=f"{base}/ginkgo-report.json",
+        metrics=f"{base}/metrics.json",
+    )
+
+
+def manifest_key(prefix: str) -> str:
+    """The dashboard's index of runs, ``<prefix>manifest.json``."""
+    return f"{prefix}manifest.json"

@@ -1,0 +1,113 @@
+"""``results.json`` in the schema the KAI scale-test dashboard reads, and the run's manifest entry. Pure.
+
+Test entries are the suite's own (``test_name``, ``status``, ``details`` exactly as written), so the
+dashboard plots them; a scenario that failed or was skipped adds an entry named after the scenario,
+with its status and the reason, so it is never silently absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kai_scale.publishing.run_summary import ScenarioEntry
+from kai_scale_model.scenario import GinkgoRun, Scenario
+
+# KAI services whose resources the tuning sets (the dashboard's service_resources keys).
+KAI_SERVICES = ("scheduler", "binder", "podGroupController", "queueController", "podGrouper")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunMetadata:
+    """The ``metadata`` block, field for field."""
+
+    kai_scheduler_ref: str
+    kai_commit_hash: str | None
+    kwok_node_count: int
+    cluster_node_count: int | None
+    test_focus: str
+    timestamp: str
+    service_resources: dict[str, Any]
+
+
+def timestamp(moment: datetime) -> str:
+    """ISO 8601 UTC with a ``Z``, as the dashboard's examples write it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ginkgo_focus(scenarios: Sequence[Scenario], selected: Sequence[str]) -> str:
+    """The Ginkgo focus of the run: the selected suite scenarios' focuses as one alternation."""
+    focuses = [
+        s.run.focus for s in scenarios if s.name in selected and isinstance(s.run, GinkgoRun) and s.run.focus
+    ]
+    return "|".join(f"({focus})" if len(focuses) > 1 else focus for focus in focuses)
+
+
+def service_resources(kai_tuning: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each KAI service's requests and limits as the tuning manifest (kai-tuning.yaml) sets them."""
+    for change in kai_tuning:
+        if change.get("kind") == "Config":
+            spec = change.get("patch", {}).get("spec", {})
+            return {
+                service: spec[service]["service"]["resources"]
+                for service in KAI_SERVICES
+                if "resources" in spec.get(service, {}).get("service", {})
+            }
+    return {}
+
+
+def commit_hash(entries: Sequence[ScenarioEntry]) -> str | None:
+    """The KAI commit the runner image was built from, as the first runner that knows it reports."""
+    for entry in entries:
+        if entry.outcome and entry.outcome.get("kai_commit_hash"):
+            return str(entry.outcome["kai_commit_hash"])
+    return None
+
+
+def _tests(entry: ScenarioEntry) -> list[dict[str, Any]]:
+    tests = [
+        {"test_name": t["test_name"], "status": t["status"], "details": t["details"]}
+        for t in (entry.outcome or {}).get("tests", [])
+    ]
+    if entry.status != "success":
+        tests.append(
+            {
+                "test_name": entry.scenario,
+                "status": entry.status,
+                "details": {"scenario": entry.scenario, "message": entry.reason},
+            }
+        )
+    return tests
+
+
+def results_document(*, metadata: RunMetadata, entries: Sequence[ScenarioEntry]) -> dict[str, Any]:
+    """``results.json``: ``{"metadata": {...}, "results": {"status", "tests": [...]}}``."""
+    failed = any(entry.status == "failure" for entry in entries)
+    return {
+        "metadata": asdict(metadata),
+        "results": {
+            "status": "failure" if failed else "success",
+            "tests": [test for entry in entries for test in _tests(entry)],
+        },
+    }
+
+
+def manifest_entry(
+    *, run_id: str, results_key: str, metadata: RunMetadata, status: str, airflow_run_id: str
+) -> dict[str, Any]:
+    """The run's entry in manifest.json; ``path`` is relative to the bucket root, as the dashboard reads it.
+
+    ``commit`` is the KAI commit when the runner image reports it, else the KAI ref the run asked for.
+    """
+    return {
+        "timestamp": metadata.timestamp,
+        "path": results_key,
+        "commit": metadata.kai_commit_hash or metadata.kai_scheduler_ref,
+        "run_id": run_id,
+        "airflow_run_id": airflow_run_id,
+        "node_count": metadata.kwok_node_count,
+        "kai_ref": metadata.kai_scheduler_ref,
+        "status": status,
+    }

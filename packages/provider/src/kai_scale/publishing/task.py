@@ -1,0 +1,124 @@
+"""The body of the ``publish_results`` task: the run summary, the published run, its manifest entry."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from kai_scale.cluster.setup import load_kai_tuning
+from kai_scale.hooks.cluster import ClusterHook, ClusterUnreachable
+from kai_scale.hooks.results_bucket import ResultsBucketHook
+from kai_scale.metrics.collection import missing_scenarios, unwritten_metrics
+from kai_scale.object_keys import published_keys, run_metrics_key, run_summary_key
+from kai_scale.operators.scenario_pod import recorded_outputs
+from kai_scale.publishing.publisher import publish_run
+from kai_scale.publishing.results_document import (
+    RunMetadata,
+    commit_hash,
+    ginkgo_focus,
+    manifest_entry,
+    results_document,
+    service_resources,
+    timestamp,
+)
+from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenario_entry
+from kai_scale.run_id import run_id_of
+from kai_scale.settings import PipelineSettings
+from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
+from kai_scale_model.scenario import Scenario
+
+log = logging.getLogger(__name__)
+
+RUN_SUMMARY_XCOM_KEY = "run_summary"
+
+
+class RunFailedError(RuntimeError):
+    """A scenario failed, or metrics or a report are missing; raised after the run is published."""
+
+
+def _entries(
+    ti: Any, bucket: ResultsBucketHook, scenarios: Sequence[Scenario], selected: Sequence[str]
+) -> list[ScenarioEntry]:
+    entries = []
+    for scenario in scenarios:
+        outputs = recorded_outputs(ti, scenario.name)
+        entry = scenario_entry(
+            scenario=scenario.name,
+            selected=scenario.name in selected,
+            outputs=outputs,
+            outcome_text=bucket.read_text(outputs["keys"][OUTCOME]) if outputs else None,
+            ginkgo_report_exists=outputs is not None and bucket.exists(outputs["keys"][GINKGO_REPORT]),
+        )
+        log.info("%s: %s%s", entry.scenario, entry.status, f" ({entry.reason})" if entry.reason else "")
+        entries.append(entry)
+    return entries
+
+
+def _cluster_node_count(cluster: ClusterHook) -> int | None:
+    # Results are never held hostage by the cluster: unreachable means unknown.
+    try:
+        return cluster.node_count()
+    except ClusterUnreachable as error:
+        log.warning("cluster_node_count unknown: %s", error)
+        return None
+
+
+def publish_results(
+    *, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Any
+) -> dict[str, Any]:
+    """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry.
+
+    Returns the run summary. A failed scenario, missing metrics or a left-out report fail the task
+    after everything is published.
+    """
+    ti, params, dag_run = context["ti"], context["params"], context["dag_run"]
+    bucket = ResultsBucketHook(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
+    run_id = run_id_of(dag_run)
+    with bucket.errors_named(f"read the outputs of run {run_id} and write its run summary"):
+        entries = _entries(ti, bucket, scenarios, params["scenarios"])
+        summary = run_summary(run_id=run_id, params=params, entries=entries)
+        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
+        metrics_text = bucket.read_text(run_metrics_key(run_id))
+    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
+
+    metadata = RunMetadata(
+        kai_scheduler_ref=params["kai_ref"],
+        kai_commit_hash=commit_hash(entries),
+        kwok_node_count=params["node_count"],
+        cluster_node_count=_cluster_node_count(ClusterHook(conn_id=settings.kubernetes_conn_id)),
+        test_focus=ginkgo_focus(scenarios, params["scenarios"]),
+        timestamp=timestamp(dag_run.run_after),
+        service_resources=service_resources(load_kai_tuning(settings.include_dir)),
+    )
+    if metrics_text is None:
+        selected = [s for s in scenarios if s.name in params["scenarios"]]
+        metrics_text = json.dumps(unwritten_metrics(run_id=run_id, scenarios=selected))
+    published = publish_run(
+        bucket,
+        prefix=settings.results_prefix,
+        run_id=run_id,
+        results=results_document(metadata=metadata, entries=entries),
+        metrics_text=metrics_text,
+        ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
+        entry=manifest_entry(
+            run_id=run_id,
+            results_key=published_keys(prefix=settings.results_prefix, run_id=run_id).results,
+            metadata=metadata,
+            status=summary["status"],
+            airflow_run_id=dag_run.run_id,
+        ),
+    )
+    where = f"s3://{settings.results_bucket}/{published.keys.results}"
+    log.info(
+        "published %s (+ ginkgo-report.json, metrics.json) and its entry in %s", where, published.manifest_key
+    )
+    problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status == "failure"] + published.problems
+    missing = missing_scenarios(json.loads(metrics_text))
+    if missing:
+        problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
+    if problems:
+        # Published first, then failed: the run shows as failed, and its results are complete.
+        raise RunFailedError(f"run published to {where}, with problems: " + "; ".join(problems))
+    return summary

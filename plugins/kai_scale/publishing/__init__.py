@@ -1,1 +1,0 @@
-"""Publishing a run to the results bucket: results.json, report.json, metrics.json, the manifest."""

@@ -1,1 +1,0 @@
-"""Scenarios: what one runner pod runs, as declared in ``include/scenarios/*.yaml``."""

@@ -1,0 +1,95 @@
+"""Every benchmark script runs to the end with tiny inputs, so none of them rots unnoticed.
+
+The figures are not checked (they belong in docs/benchmarks.md); each script must finish, print its
+table and leave nothing behind in the local environment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localenv.environment import LocalEnvironment
+from tests.conftest import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+
+
+def _run(script: str, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> str:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, f"{script} failed:\n{result.stdout}\n{result.stderr[-4000:]}"
+    assert "|---|" in result.stdout, f"{script} printed no table:\n{result.stdout}"
+    return result.stdout
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def test_every_benchmark_script_has_a_smoke_test() -> None:
+    smoked = {"dag_parse.py", "publish.py", "load_generator.py", "pipeline_overhead.py", "local_env.py"}
+    assert {path.name for path in BENCHMARKS.glob("*.py")} == smoked
+
+
+def test_dag_parse() -> None:
+    output = _run("dag_parse.py", "--repeat", "1", "--scenario-counts", "6")
+    assert "kai_scale_nightly, 6 scenarios" in output
+
+
+def test_publish_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvironment) -> None:
+    output = _run("publish.py", "--history", "20", "--repeat", "1", "--report-mb", "1")
+    assert "manifest now holds" in output
+    buckets = [bucket["Name"] for bucket in local_env.s3_client().list_buckets()["Buckets"]]
+    assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
+
+
+def test_load_generator(local_env: LocalEnvironment) -> None:
+    try:
+        output = _run("load_generator.py", "--nodes", "2", "--pods-per-node", "1", "--timeout", "150")
+    finally:
+        local_env.scale_node_pool(0)
+    assert "pods (2 nodes)" in output
+
+
+@pytest.mark.usefixtures("airflow_on_local_env")
+def test_pipeline_overhead(local_env: LocalEnvironment) -> None:
+    output = _run("pipeline_overhead.py", "--node-count", "2", env=local_env.exports(), timeout=900)
+    assert "overhead outside runner pods" in output
+
+
+def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
+    ports = dict(
+        zip(
+            ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3", "RUNNER_KUBELET"),
+            _free_ports(5),
+            strict=True,
+        )
+    )
+    env = {"KAI_LOCALENV_HOME": str(tmp_path / "bench-env")} | {
+        f"KAI_LOCALENV_{name}_PORT": str(port) for name, port in ports.items()
+    }
+    try:
+        output = _run("local_env.py", "--nodes", "1", env=env)
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "localenv", "down"], env={**os.environ, **env}, cwd=REPO, check=True
+        )
+    assert "warm `local-up`" in output

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kai_scale.cluster.helm import Chart, is_deployed, list_argv, upgrade_install_argv
+
+FAKE_GPU_OPERATOR = Chart(
+    release="fake-gpu-operator",
+    chart="oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator",
+    version="0.0.73",
+    namespace="gpu-operator",
+    values={"topology.nodePools.default.gpuCount": "8"},
+)
+
+
+def test_chart_installs_at_its_pinned_version_idempotently() -> None:
+    argv = upgrade_install_argv(chart=FAKE_GPU_OPERATOR, kubeconfig="/k")
+    assert argv[:5] == ["helm", "upgrade", "--install", "fake-gpu-operator", FAKE_GPU_OPERATOR.chart]
+    assert argv[argv.index("--version") + 1] == "0.0.73"
+    assert argv[argv.index("--set") + 1] == "topology.nodePools.default.gpuCount=8"
+    assert argv[-2:] == ["--kubeconfig", "/k"]
+
+
+def test_repo_chart() -> None:
+    chart = Chart(
+        release="pyroscope",
+        chart="pyroscope",
+        version="1.12.0",
+        namespace="monitoring",
+        repo="https://grafana.github.io/helm-charts",
+    )
+    argv = upgrade_install_argv(chart=chart, kubeconfig=None)
+    assert argv[argv.index("--repo") + 1] == "https://grafana.github.io/helm-charts"
+    assert "--kubeconfig" not in argv
+
+
+def test_the_chart_name_is_the_last_part_of_its_reference() -> None:
+    assert FAKE_GPU_OPERATOR.name == "fake-gpu-operator"
+    assert list_argv(chart=FAKE_GPU_OPERATOR, kubeconfig=None)[-2:] == ["--output", "json"]
+
+
+@pytest.mark.parametrize(
+    ("releases", "deployed"),
+    [
+        ([], False),
+        ([{"name": "fake-gpu-operator", "chart": "fake-gpu-operator-0.0.73", "status": "deployed"}], True),
+        ([{"name": "fake-gpu-operator", "chart": "fake-gpu-operator-0.0.58", "status": "deployed"}], False),
+        ([{"name": "fake-gpu-operator", "chart": "fake-gpu-operator-0.0.73", "status": "failed"}], False),
+        ([{"name": "other", "chart": "fake-gpu-operator-0.0.73", "status": "deployed"}], False),
+    ],
+)
+def test_a_release_counts_as_deployed_only_at_the_pinned_version(
+    releases: list[dict[str, str]], deployed: bool
+) -> None:
+    assert is_deployed(json.dumps(releases), chart=FAKE_GPU_OPERATOR) is deployed

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import pytest
+
+from kai_scale.publishing.run_summary import run_summary, scenario_entry
+from kai_scale_model.outcome import OutcomeError, ScenarioOutcome
+from kai_scale_model.outcome import TestResult as SuiteEntry  # pytest would collect a class named Test*
+
+OUTCOME = ScenarioOutcome(
+    scenario="reclaim",
+    kind="ginkgo",
+    status="failure",
+    reason="spec failed",
+    started_at="2026-11-22T02:00:00Z",
+    finished_at="2026-11-22T02:10:00Z",
+    exit_code=1,
+    tests=(SuiteEntry(test_name="Reclaim 4000 single GPU Jobs", status="success", details={"time": "1m2s"}),),
+)
+OUTPUTS = {
+    "try_number": 2,
+    "keys": {
+        "outcome": "runs/r/scenarios/reclaim/try-2/outcome.json",
+        "ginkgo-report": "runs/r/scenarios/reclaim/try-2/ginkgo-report.json",
+    },
+}
+
+
+def test_outcome_round_trips() -> None:
+    assert ScenarioOutcome.from_json(OUTCOME.to_json()) == OUTCOME
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"scenario": "x"', "not valid JSON"),
+        ("[1]", "must be a JSON object"),
+        ('{"scenario": "x"}', "does not have the runner's fields"),
+        (OUTCOME.to_json().replace('"failure"', '"meh"'), "status must be one of"),
+    ],
+)
+def test_bad_result_documents(text: str, message: str) -> None:
+    with pytest.raises(OutcomeError, match=message):
+        ScenarioOutcome.from_json(text)
+
+
+def test_entry_from_the_runner_result() -> None:
+    entry = scenario_entry(
+        scenario="reclaim",
+        selected=True,
+        outputs=OUTPUTS,
+        outcome_text=OUTCOME.to_json(),
+        ginkgo_report_exists=True,
+    )
+    assert (entry.status, entry.reason, entry.try_number) == ("failure", "spec failed", 2)
+    assert entry.ginkgo_report_key == "runs/r/scenarios/reclaim/try-2/ginkgo-report.json"
+    assert entry.outcome is not None
+    assert entry.outcome["tests"][0]["test_name"] == "Reclaim 4000 single GPU Jobs"
+
+
+def test_entries_when_the_runner_left_nothing_or_garbage() -> None:
+    not_selected = scenario_entry(
+        scenario="a", selected=False, outputs=None, outcome_text=None, ginkgo_report_exists=False
+    )
+    assert (not_selected.status, not_selected.reason) == ("skipped", "not selected for this run")
+    never_started = scenario_entry(
+        scenario="a", selected=True, outputs=None, outcome_text=None, ginkgo_report_exists=False
+    )
+    assert never_started.status == "failure"
+    assert "did not start a runner pod" in (never_started.reason or "")
+    no_result = scenario_entry(
+        scenario="a", selected=True, outputs=OUTPUTS, outcome_text=None, ginkgo_report_exists=False
+    )
+    assert "produced no result" in (no_result.reason or "")
+    assert no_result.ginkgo_report_key is None
+    truncated = scenario_entry(
+        scenario="a", selected=True, outputs=OUTPUTS, outcome_text="{", ginkgo_report_exists=False
+    )
+    assert "truncated" in (truncated.reason or "")
+
+
+def test_summary_fails_when_any_scenario_failed() -> None:
+    ok = scenario_entry(
+        scenario="a", selected=False, outputs=None, outcome_text=None, ginkgo_report_exists=False
+    )
+    bad = scenario_entry(
+        scenario="b", selected=True, outputs=None, outcome_text=None, ginkgo_report_exists=False
+    )
+    params = {"node_count": 5, "kai_ref": "main", "runner_image": "img", "runner_tag": "t"}
+    summary = run_summary(run_id="r", params=params, entries=[ok, bad])
+    assert (summary["status"], summary["failed_scenarios"], summary["runner_image"]) == (
+        "failure",
+        ["b"],
+        "img:t",
+    )
+    assert run_summary(run_id="r", params=params, entries=[ok])["status"] == "success"

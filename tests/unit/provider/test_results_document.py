@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from kai_scale.cluster.setup import SetupError, load_kai_tuning
+from kai_scale.publishing.results_document import (
+    RunMetadata,
+    commit_hash,
+    ginkgo_focus,
+    manifest_entry,
+    results_document,
+    service_resources,
+    timestamp,
+)
+from kai_scale.publishing.run_summary import ScenarioEntry, scenario_entry
+from kai_scale.scenario_files import load_scenarios
+from kai_scale_model.outcome import ScenarioOutcome
+from kai_scale_model.outcome import TestResult as SuiteEntry  # pytest would collect a class named Test*
+from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
+from tests.conftest import REPO
+
+FILL = SuiteEntry(
+    test_name="Fill Cluster with single GPU Jobs",
+    status="success",
+    details={"nodes": 500, "jobs": 4000, "time": "6m36.737854402s"},
+)
+METADATA = RunMetadata(
+    kai_scheduler_ref="v0.9.0",
+    kai_commit_hash=None,
+    kwok_node_count=500,
+    cluster_node_count=503,
+    test_focus="Big cluster Sanity Fill Cluster",
+    timestamp="2026-11-22T02:00:00Z",
+    service_resources={},
+)
+
+
+def _entry(
+    scenario: str, status: str, tests: tuple[SuiteEntry, ...] = (), commit: str | None = None
+) -> ScenarioEntry:
+    outcome = ScenarioOutcome(
+        scenario=scenario,
+        kind="ginkgo",
+        status=status,  # type: ignore[arg-type]
+        reason=None if status == "success" else f"{scenario} went wrong",
+        started_at="2026-11-22T02:00:00Z",
+        finished_at="2026-11-22T02:10:00Z",
+        tests=tests,
+        kai_commit_hash=commit,
+    )
+    outputs = {"try_number": 1, "keys": {OUTCOME: "r", GINKGO_REPORT: "p"}}
+    return scenario_entry(
+        scenario=scenario,
+        selected=True,
+        outputs=outputs,
+        outcome_text=outcome.to_json(),
+        ginkgo_report_exists=True,
+    )
+
+
+def test_results_keep_the_suites_tests_exactly_and_name_failed_scenarios() -> None:
+    entries = [
+        _entry("sanity-fill-cluster", "success", (FILL,)),
+        _entry("reclaim", "failure"),
+        _entry("topology", "skipped"),
+    ]
+    document = results_document(metadata=METADATA, entries=entries)
+    assert set(document) == {"metadata", "results"}
+    assert document["results"]["status"] == "failure"
+    tests = document["results"]["tests"]
+    assert tests[0] == {
+        "test_name": "Fill Cluster with single GPU Jobs",
+        "status": "success",
+        "details": {"nodes": 500, "jobs": 4000, "time": "6m36.737854402s"},
+    }
+    assert tests[1] == {
+        "test_name": "reclaim",
+        "status": "failure",
+        "details": {"scenario": "reclaim", "message": "reclaim went wrong"},
+    }
+    assert tests[2]["status"] == "skipped"
+    json.dumps(document)  # serialisable as is
+
+
+def test_metadata_has_the_dashboards_fields() -> None:
+    document = results_document(metadata=METADATA, entries=[_entry("a", "success")])
+    assert set(document["metadata"]) == {
+        "kai_scheduler_ref",
+        "kai_commit_hash",
+        "kwok_node_count",
+        "cluster_node_count",
+        "test_focus",
+        "timestamp",
+        "service_resources",
+    }
+    assert document["results"]["status"] == "success"
+
+
+def test_a_skipped_scenario_does_not_fail_the_run() -> None:
+    document = results_document(metadata=METADATA, entries=[_entry("a", "success"), _entry("b", "skipped")])
+    assert document["results"]["status"] == "success"
+
+
+def test_service_resources_come_from_the_shipped_kai_tuning() -> None:
+    resources = service_resources(load_kai_tuning(REPO / "include"))
+    assert set(resources) == {"scheduler", "binder", "podGroupController", "queueController", "podGrouper"}
+    assert resources["scheduler"] == {
+        "requests": {"cpu": "3", "memory": "7Gi"},
+        "limits": {"cpu": "5", "memory": "7Gi"},
+    }
+
+
+def test_focus_of_the_selected_suite_scenarios() -> None:
+    scenarios = load_scenarios(REPO / "include" / "scenarios")
+    assert ginkgo_focus(scenarios, ["sanity-fill-cluster", "gpu-pod-throughput"]) == (
+        "Big cluster Sanity Fill Cluster"
+    )
+    both = ginkgo_focus(scenarios, ["sanity-fill-cluster", "reclaim"])
+    assert both == "(Whole GPU Tests Reclaim)|(Big cluster Sanity Fill Cluster)", "in scenario order"
+    assert ginkgo_focus(scenarios, ["gpu-pod-throughput"]) == ""
+
+
+def test_timestamp_is_utc_with_z() -> None:
+    moment = datetime(2026, 11, 22, 7, 30, tzinfo=timezone(timedelta(hours=5)))
+    assert timestamp(moment) == "2026-11-22T02:30:00Z"
+    assert timestamp(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05Z"
+
+
+def test_commit_is_the_runners_else_the_ref() -> None:
+    entries = [_entry("a", "success"), _entry("b", "success", commit="0123456789abcdef")]
+    assert commit_hash(entries) == "0123456789abcdef"
+    with_commit = replace(METADATA, kai_commit_hash=commit_hash(entries))
+    entry = manifest_entry(
+        run_id="r",
+        results_key="Public/r/results.json",
+        metadata=with_commit,
+        status="success",
+        airflow_run_id="m",
+    )
+    assert entry["commit"] == "0123456789abcdef"
+    assert entry["path"] == "Public/r/results.json"
+    assert {"timestamp", "path", "commit", "run_id", "node_count", "status"} <= set(entry)
+    without = manifest_entry(
+        run_id="r",
+        results_key="Public/r/results.json",
+        metadata=METADATA,
+        status="failure",
+        airflow_run_id="m",
+    )
+    assert without["commit"] == "v0.9.0"
+
+
+def test_a_request_above_its_limit_is_refused_naming_the_service(tmp_path: Path) -> None:
+    """KAI's own setup script shipped such a pair; the tuning file is checked when it is loaded."""
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    text = (REPO / "include" / "manifests" / "kai-tuning.yaml").read_text()
+    bad = text.replace("limits: {cpu: 400m, memory: 2500Mi}", "limits: {cpu: 50m, memory: 2500Mi}")
+    assert bad != text
+    (manifests / "kai-tuning.yaml").write_text(bad)
+    with pytest.raises(
+        SetupError, match=r"Config kai-config, binder: cpu request 100m is above its limit 50m"
+    ):
+        load_kai_tuning(tmp_path)
