@@ -81,7 +81,12 @@ def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
 def test_runner_pod_of_each_scenario(dag: DAG, scenario: Any) -> None:
     task = dag.get_task(f"run_{scenario.name.replace('-', '_')}")
     assert isinstance(task, ScenarioPodOperator)
-    assert task.image == "{{ params.runner_image }}:{{ params.runner_tag }}"
+    # The repository is a deployment setting; a run picks only the tag or digest, pulled every time.
+    assert task.image is not None
+    assert task.image.startswith("ghcr.io/kai-scale-pipeline/runner{{ ")
+    assert task.image.endswith("{{ params.runner_tag }}")
+    assert task.image_pull_policy == "Always"
+    assert task.log_pod_spec_on_failure is False
     assert task.cmds == ["kai-scale-runner"]
     assert task.arguments == ["run"]
     assert task.service_account_name == "kai-scale-runner"
@@ -119,7 +124,7 @@ def test_defaults_are_valid_and_select_every_enabled_scenario(dag: DAG) -> None:
         ("scenarios", []),
         ("scenarios", ["no-such-scenario"]),
         ("runner_tag", "bad tag"),
-        ("runner_image", "ghcr.io/org/runner:v1"),
+        ("runner_tag", "UPPER/case"),
     ],
 )
 def test_bad_params_are_refused_naming_the_field(dag: DAG, field: str, value: Any) -> None:

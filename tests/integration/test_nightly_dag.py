@@ -90,6 +90,9 @@ def _checkpublished_run(run_id: str, *, skipped: list[str]) -> None:
     assert metadata["kai_scheduler_ref"]
     assert metadata["timestamp"].endswith("Z")
     assert metadata["service_resources"]["scheduler"]["requests"] == {"cpu": "3", "memory": "7Gi"}
+    assert metadata["kubernetes_version"] == "v1.34.4", "read from the cluster, not assumed"
+    assert metadata["runner_image"] == "ghcr.io/kai-scale-pipeline/runner:main"
+    assert set(metadata["runner_image_ids"]) == {"gpu-pod-throughput", *skipped}
     assert published["results"]["results"]["status"] == "success"
     tests = {test["test_name"]: test for test in published["results"]["results"]["tests"]}
     assert tests.pop("GPU pod scheduling throughput")["status"] == "success"
@@ -110,11 +113,15 @@ def _checkpublished_run(run_id: str, *, skipped: list[str]) -> None:
 
 
 @pytest.mark.usefixtures("fake_kai")
-def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
+def test_ginkgo_path_with_the_standin_suite(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], core: client.CoreV1Api
+) -> None:
     """The runner's full ginkgo path with the stand-in suite.
 
     A pass, a failure and a truncated report each get their own outcome; the failure fails the run
-    but stops no other scenario, and teardown still runs.
+    but stops no other scenario, and teardown still runs. The signed upload URLs appear in no task
+    log (the failed pod's included), no XCom and not in the suite's environment, and their Secrets
+    are gone afterwards.
     """
     include = include_dir_with(
         tmp_path,
@@ -170,6 +177,38 @@ def test_ginkgo_path_with_the_standin_suite(tmp_path: Path) -> None:
     (entry,) = published["entries"]
     assert entry["status"] == "failure"
 
+    output = capfd.readouterr()
+    logs = output.out + output.err
+    assert "stand-in suite: upload URLs in my environment: False" in logs
+    assert "stand-in suite: upload URLs in my environment: True" not in logs
+    assert "X-Amz-Signature" not in logs
+    assert "X-Amz-Signature" not in json.dumps(_xcom_values(dag_run.run_id))
+    secrets = core.list_namespaced_secret("kai-scale", label_selector="kai-scale.dev/role=runner-outputs")
+    assert secrets.items == [], "each try's URL Secret is deleted when its pod ends"
+
+
+def _xcom_values(airflow_run_id: str) -> list[Any]:
+    """Every XCom value the run's tasks pushed, from the metadata database."""
+    from airflow.models.xcom import XComModel  # noqa: PLC0415 - Airflow is configured by the fixture
+    from airflow.utils.session import create_session  # noqa: PLC0415
+
+    with create_session() as session:
+        rows = session.execute(XComModel.get_many(run_id=airflow_run_id)).scalars().all()
+        return [XComModel.deserialize_value(row) for row in rows]
+
+
+def test_an_unknown_param_fails_the_run_before_the_cluster_is_touched(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(run_conf={"node_cout": 50})
+    states = _states(dag_run)
+    assert states["setup.check_cluster"] == "failed"
+    assert states["setup.size_node_pool"] == "upstream_failed"
+    assert states["tear_down_environment"] == "success"
+    output = capfd.readouterr()
+    assert "unknown param(s) 'node_cout'; the DAG's params are kai_ref, node_count" in output.out + output.err
+
 
 def test_prometheus_down_still_publishes_with_metrics_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
@@ -190,16 +229,25 @@ def test_prometheus_down_still_publishes_with_metrics_missing(
     assert published["results"]["results"]["status"] == "success", "the scenario's result is published"
     missing = published["metrics"]["scenarios"]["small-workload"]
     assert missing["status"] == "missing"
-    assert "Prometheus at http://127.0.0.1:9 is unreachable" in missing["reason"]
+    assert "Prometheus at <prometheus> is unreachable" in missing["reason"]
+    assert "prometheus" not in published["metrics"]
+    assert "127.0.0.1:9" not in json.dumps(published["metrics"]), "internal addresses stay internal"
+    internal = json.loads(
+        _s3()
+        .get_object(
+            Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{_summary(dag_run)['run_id']}/metrics.json"
+        )["Body"]
+        .read()
+    )
+    assert internal["prometheus"] == "http://127.0.0.1:9", "operators keep it in the internal copy"
     assert {m["status"] for m in missing["metrics"].values()} == {"missing"}
     assert len(published["entries"]) == 1
 
 
-def test_runner_image_that_cannot_start(tmp_path: Path) -> None:
+def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_RUNNER_IMAGE", "example.invalid/not-a-runner")
     include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(
-        run_conf={"node_count": 10, "runner_image": "example.invalid/not-a-runner"}
-    )
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
     states = _states(dag_run)
     assert states["run_small_workload"] == "failed"
     assert states["tear_down_environment"] == "success"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kai_scale.params import DEFAULT_RUNNER_IMAGE
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv.runner_images import load_mapping
 from tests.conftest import REPO
 

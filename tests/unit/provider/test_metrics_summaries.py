@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from kai_scale.metrics.collection import public_metrics
 from kai_scale.metrics.summaries import summarize
 
 
@@ -39,3 +40,20 @@ def test_nan_and_infinity_are_left_out() -> None:
 @pytest.mark.parametrize("values", [[], [math.nan]])
 def test_no_finite_value_is_no_summary(values: list[float]) -> None:
     assert summarize(values) is None
+
+
+def test_published_metrics_carry_no_prometheus_address() -> None:
+    internal = {
+        "run_id": "r",
+        "prometheus": "http://prometheus.monitoring.svc:9090/x",
+        "scenarios": {
+            "a": {
+                "status": "missing",
+                "reason": "Prometheus at http://prometheus.monitoring.svc:9090/x is down",
+            }
+        },
+    }
+    published = public_metrics(internal)
+    assert "prometheus" not in published
+    assert published["scenarios"]["a"]["reason"] == "Prometheus at <prometheus> is down"
+    assert internal["prometheus"] == "http://prometheus.monitoring.svc:9090/x", "the input is not changed"

@@ -85,11 +85,16 @@ def test_summary_fails_when_any_scenario_failed() -> None:
     bad = scenario_entry(
         scenario="b", selected=True, outputs=None, outcome_text=None, ginkgo_report_exists=False
     )
-    params = {"node_count": 5, "kai_ref": "main", "runner_image": "img", "runner_tag": "t"}
-    summary = run_summary(run_id="r", params=params, entries=[ok, bad])
+    params = {"node_count": 5, "kai_ref": "main", "runner_tag": "t"}
+    image_ids: dict[str, str | None] = {"b": None}
+    summary = run_summary(
+        run_id="r", params=params, entries=[ok, bad], runner_image="img:t", image_ids=image_ids
+    )
     assert (summary["status"], summary["failed_scenarios"], summary["runner_image"]) == (
         "failure",
         ["b"],
         "img:t",
     )
-    assert run_summary(run_id="r", params=params, entries=[ok])["status"] == "success"
+    assert summary["runner_image_ids"] == {"b": None}
+    again = run_summary(run_id="r", params=params, entries=[ok], runner_image="img:t", image_ids=image_ids)
+    assert again["status"] == "success"

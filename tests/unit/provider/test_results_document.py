@@ -37,6 +37,10 @@ METADATA = RunMetadata(
     test_focus="Big cluster Sanity Fill Cluster",
     timestamp="2026-11-22T02:00:00Z",
     service_resources={},
+    kubernetes_version="v1.34.4",
+    kai_images={"binder": ["registry/local/kai-scheduler/binder:0.0.0"]},
+    runner_image="ghcr.io/kai-scale-pipeline/runner:v0.9.0",
+    runner_image_ids={"reclaim": "ghcr.io/kai-scale-pipeline/runner@sha256:" + "0" * 64},
 )
 
 
@@ -87,9 +91,9 @@ def test_results_keep_the_suites_tests_exactly_and_name_failed_scenarios() -> No
     json.dumps(document)  # serialisable as is
 
 
-def test_metadata_has_the_dashboards_fields() -> None:
+def test_metadata_has_the_dashboards_fields_and_what_really_ran() -> None:
     document = results_document(metadata=METADATA, entries=[_entry("a", "success")])
-    assert set(document["metadata"]) == {
+    assert set(document["metadata"]) >= {
         "kai_scheduler_ref",
         "kai_commit_hash",
         "kwok_node_count",
@@ -98,6 +102,10 @@ def test_metadata_has_the_dashboards_fields() -> None:
         "timestamp",
         "service_resources",
     }
+    metadata = document["metadata"]
+    assert metadata["kubernetes_version"] == "v1.34.4"
+    assert metadata["kai_images"] == {"binder": ["registry/local/kai-scheduler/binder:0.0.0"]}
+    assert metadata["runner_image_ids"]["reclaim"].endswith("@sha256:" + "0" * 64)
     assert document["results"]["status"] == "success"
 
 

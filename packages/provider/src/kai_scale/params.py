@@ -1,24 +1,25 @@
-"""The DAG's parameters: a JSON-schema form when triggering; values checked again before use. Pure."""
+"""The DAG's parameters: one JSON schema, used by the trigger form and checked again before use. Pure.
+
+Airflow validates each known param against its schema when a run is triggered, but merges keys it
+does not know into the run unchecked (``SerializedParamsDict.deep_merge`` in Airflow 3.3), so a typo
+such as ``node_cout`` would run with the default. ``check_params`` validates the whole run conf
+against the same schema, closed to other keys, in the run's first task: before anything touches the
+cluster, the run fails naming the key.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+
 DEFAULT_NODE_COUNT = 500
 MAX_NODE_COUNT = 10_000
-DEFAULT_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner"
 DEFAULT_KAI_REF = "main"
-_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-# An image repository as the distribution reference grammar has it: an optional registry host (and
-# port), then lowercase path components. The tag is its own parameter.
-_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-_IMAGE = re.compile(
-    rf"^(?:{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*$"
-)
+# A tag (the reference grammar's) or a digest, which pins exactly what runs.
+_TAG_OR_DIGEST = r"^(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|sha256:[a-f0-9]{64})$"
 
 
 class ParamError(ValueError):
@@ -35,19 +36,18 @@ class RunParams:
     """Names of the scenarios to run."""
     kai_ref: str
     """KAI git ref the runner image was built from (recorded with the results)."""
-    runner_image: str
-    """Runner image repository."""
     runner_tag: str
-    """Runner image tag."""
+    """Runner image tag, or ``sha256:<digest>``; the repository is a deployment setting."""
 
-    @property
-    def image(self) -> str:
-        """The runner pods' image reference."""
-        return f"{self.runner_image}:{self.runner_tag}"
+
+def image_reference(repository: str, tag_or_digest: str) -> str:
+    """``repo:tag``, or ``repo@sha256:...`` for a digest."""
+    separator = "@" if tag_or_digest.startswith("sha256:") else ":"
+    return f"{repository}{separator}{tag_or_digest}"
 
 
 def param_schema(*, scenario_names: Sequence[str], enabled: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Arguments for ``airflow.sdk.Param`` per parameter (default, type, bounds, help)."""
+    """Arguments for ``airflow.sdk.Param`` per parameter (default, JSON schema, help)."""
     return {
         "node_count": {
             "default": DEFAULT_NODE_COUNT,
@@ -70,56 +70,52 @@ def param_schema(*, scenario_names: Sequence[str], enabled: Sequence[str]) -> di
             "default": DEFAULT_KAI_REF,
             "type": "string",
             "minLength": 1,
+            "pattern": r"\S",
             "title": "KAI ref",
             "description": "KAI scheduler git ref the runner image's suite was built from.",
-        },
-        "runner_image": {
-            "default": DEFAULT_RUNNER_IMAGE,
-            "type": "string",
-            "pattern": _IMAGE.pattern,
-            "title": "Runner image",
-            "description": "Repository of the runner image (runner/Dockerfile).",
         },
         "runner_tag": {
             "default": DEFAULT_KAI_REF,
             "type": "string",
-            "pattern": _TAG.pattern,
-            "title": "Runner image tag",
-            "description": "Tag of the runner image; by convention the KAI ref it was built from.",
+            "pattern": _TAG_OR_DIGEST,
+            "title": "Runner image tag or digest",
+            "description": "Tag of the runner image (by convention the KAI ref it was built from), or "
+            "sha256:<digest>. The repository is the deployment's KAI_SCALE_RUNNER_IMAGE.",
         },
     }
 
 
+def conf_schema(*, scenario_names: Sequence[str]) -> dict[str, Any]:
+    """The whole run conf as one JSON schema: the params' schemas, every one required, no other key."""
+    properties = param_schema(scenario_names=scenario_names, enabled=scenario_names)
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": sorted(properties),
+        "additionalProperties": False,
+    }
+
+
+def _message(error: jsonschema.ValidationError, known: Sequence[str]) -> str:
+    if error.validator == "additionalProperties":
+        instance: Mapping[str, Any] = error.instance  # type: ignore[assignment]  # the conf: an object
+        unknown = sorted(set(instance) - set(known))
+        return f"unknown param(s) {', '.join(map(repr, unknown))}; the DAG's params are {', '.join(known)}"
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"param '{where}': {error.message}" if where else error.message
+
+
 def check_params(values: Mapping[str, Any], *, scenario_names: Sequence[str]) -> RunParams:
-    """Check the values a run got (the form checks them too, but a REST trigger may skip the form)."""
-    node_count = values.get("node_count")
-    if (
-        isinstance(node_count, bool)
-        or not isinstance(node_count, int)
-        or not 1 <= node_count <= MAX_NODE_COUNT
-    ):
-        raise ParamError(
-            f"param 'node_count' must be an integer from 1 to {MAX_NODE_COUNT}, got {node_count!r}"
-        )
-    scenarios = values.get("scenarios")
-    if not isinstance(scenarios, list | tuple) or not scenarios:
-        raise ParamError(f"param 'scenarios' must be a non-empty list of scenario names, got {scenarios!r}")
-    unknown = sorted(set(scenarios) - set(scenario_names))
-    if unknown:
-        raise ParamError(
-            f"param 'scenarios' names unknown scenarios {unknown}; known: {', '.join(sorted(scenario_names))}"
-        )
-    text: dict[str, str] = {}
-    for name in ("kai_ref", "runner_image", "runner_tag"):
-        value = values.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise ParamError(f"param '{name}' must be a non-empty string, got {value!r}")
-        text[name] = value.strip()
-    if not _IMAGE.match(text["runner_image"]):
-        raise ParamError(
-            f"param 'runner_image' is not an image repository like ghcr.io/org/runner (the tag goes in "
-            f"'runner_tag'): {text['runner_image']!r}"
-        )
-    if not _TAG.match(text["runner_tag"]):
-        raise ParamError(f"param 'runner_tag' is not a valid image tag: {text['runner_tag']!r}")
-    return RunParams(node_count=node_count, scenarios=tuple(scenarios), **text)
+    """Validate a run's params against ``conf_schema``; ParamError names each wrong or unknown key."""
+    schema = conf_schema(scenario_names=scenario_names)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(dict(values)), key=lambda e: list(e.absolute_path))
+    if errors:
+        known = sorted(schema["properties"])
+        raise ParamError("; ".join(_message(error, known) for error in errors))
+    return RunParams(
+        node_count=values["node_count"],
+        scenarios=tuple(values["scenarios"]),
+        kai_ref=values["kai_ref"].strip(),
+        runner_tag=values["runner_tag"],
+    )

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+DEFAULT_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner"
+
 
 @dataclass(frozen=True, kw_only=True)
 class PipelineSettings:
@@ -26,6 +28,8 @@ class PipelineSettings:
     """Prefix of the published results (``Public/``)."""
     namespace: str
     """Namespace of the runner pods and the workload pods."""
+    runner_image: str
+    """Repository of the runner image; a run picks only its tag or digest (param ``runner_tag``)."""
     include_dir: Path
     """The ``include/`` directory: scenarios and manifests."""
     retry_delay_seconds: int
@@ -46,6 +50,7 @@ class PipelineSettings:
             results_bucket=os.environ.get("KAI_SCALE_RESULTS_BUCKET", "kai-scale-results"),
             results_prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
+            runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),
             include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", default_include_dir)),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
         )

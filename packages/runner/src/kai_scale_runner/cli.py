@@ -105,6 +105,17 @@ def run_scenario(
     )
 
 
+def _remove_workload_pods(*, scenario: Scenario, namespace: str, run_id: str) -> None:
+    from kai_scale_runner.workload import remove_workload_pods  # noqa: PLC0415 - asyncio client only here
+
+    try:
+        remove_workload_pods(scenario=scenario, namespace=namespace, run_id=run_id)
+    except Exception as error:  # the outcome is uploaded: teardown removes the pods by their labels
+        log.warning(f"removing the workload pods failed (teardown removes them by label): {error}")
+    else:
+        log.info("workload pods removed")
+
+
 def _inputs() -> tuple[Scenario, int, str, str, dict[str, str]]:
     try:
         scenario = Scenario.model_validate_json(os.environ.get(interface.SCENARIO_ENV, ""))
@@ -120,7 +131,8 @@ def _inputs() -> tuple[Scenario, int, str, str, dict[str, str]]:
         int(raw_count),
         run_id,
         namespace,
-        uploads.parse_output_urls(os.environ.get(interface.OUTPUT_URLS_ENV)),
+        # Taken out of the environment: the suite and anything else started here never see them.
+        uploads.parse_output_urls(os.environ.pop(interface.OUTPUT_URLS_ENV, None)),
     )
 
 
@@ -167,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         log.error(f"scenario {scenario.name}: failure: outputs not uploaded: {error}")
         return 1
     log.info(f"uploaded outputs: {', '.join(uploaded)}")
+    if not isinstance(scenario.run, GinkgoRun):
+        # After the upload: a slow removal must never cost the measurement.
+        _remove_workload_pods(scenario=scenario, namespace=namespace, run_id=run_id)
     verdict = f"scenario {scenario.name}: {outcome.status}" + (
         f": {outcome.reason}" if outcome.reason else ""
     )

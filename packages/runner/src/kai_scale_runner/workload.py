@@ -19,7 +19,6 @@ from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client, config
-from kubernetes_asyncio.client.rest import ApiException
 
 from kai_scale_model import labels
 from kai_scale_model.outcome import TestResult
@@ -167,7 +166,7 @@ async def _run(
         await _delete_pods(core, namespace, selector)
         listing = await core.list_namespaced_pod(namespace, label_selector=selector)
         scheduled_at: dict[str, float] = {}
-        # Leave time after the deadline to remove the pods and upload the result.
+        # Leave time after the deadline to upload the outcome and then remove the pods.
         deadline = time.monotonic() + max(scenario.timeout.total_seconds() - 120, 30)
         watcher = asyncio.create_task(
             _watch_bindings(
@@ -199,10 +198,6 @@ async def _run(
         if len(scheduled_at) < pods:
             log.info(f"only {len(scheduled_at)} of {pods} pods scheduled before the deadline")
         stats = throughput(started=started, scheduled_at=list(scheduled_at.values()))
-        try:
-            await _delete_pods(core, namespace, selector)
-        except (ApiException, RuntimeError) as error:
-            log.warning(f"cleanup of the workload pods failed (teardown removes them by label): {error}")
     all_scheduled = len(scheduled_at) == pods
     details = {
         "nodes": node_count,
@@ -226,7 +221,22 @@ async def _run(
 def run_workload(
     *, scenario: Scenario, run: WorkloadRun, node_count: int, namespace: str, run_id: str
 ) -> WorkloadResult:
-    """Create the scenario's pods in ``namespace`` and measure their scheduling; removes them afterwards."""
+    """Create the scenario's pods in ``namespace`` and measure their scheduling.
+
+    The pods stay: removing thousands can take minutes, so the caller uploads the measurement first
+    and then calls ``remove_workload_pods``.
+    """
     return asyncio.run(
         _run(scenario=scenario, run=run, node_count=node_count, namespace=namespace, run_id=run_id)
     )
+
+
+def remove_workload_pods(*, scenario: Scenario, namespace: str, run_id: str) -> None:
+    """Delete the scenario's workload pods and wait until they are gone (up to 300 s)."""
+    selector = labels.selector(labels.object_labels(run_id=run_id, scenario=scenario.name, role="workload"))
+
+    async def remove() -> None:
+        async with client.ApiClient(await _configuration(4)) as api:
+            await _delete_pods(client.CoreV1Api(api), namespace, selector)
+
+    asyncio.run(remove())

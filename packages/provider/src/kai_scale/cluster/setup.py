@@ -315,7 +315,7 @@ def teardown(cluster: ClusterHook, *, run_id: str, existing: dict[str, list[str]
     # First, so an unreachable cluster is one clear error rather than a client traceback.
     lines = [f"API server {cluster.server_version()}"]
     run_selector = f"{labels.RUN_ID}={labels.label_value(run_id)}"
-    for api_version, kind in (("v1", "Pod"), ("batch/v1", "Job")):
+    for api_version, kind in (("v1", "Pod"), ("batch/v1", "Job"), ("v1", "Secret")):
         count = cluster.delete_labelled(api_version=api_version, kind=kind, selector=run_selector)
         lines.append(f"deleted {count} {kind}s labelled {run_selector}")
     for api_version, kind in (("v1", "Namespace"), ("scheduling.k8s.io/v1", "PriorityClass")):

@@ -187,6 +187,17 @@ class ClusterHook(KubernetesHook):
         listing = json.loads(response.data)
         return len(listing["items"]) + int(listing["metadata"].get("remainingItemCount") or 0)
 
+    def deployment_images(self, namespace: str) -> dict[str, list[str]]:
+        """Each deployment's container images in ``namespace`` (empty when it does not exist)."""
+        try:
+            items = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items
+        except (ApiException, HTTPError) as error:
+            raise self._unreachable(error) from error
+        return {
+            d.metadata.name: [c.image for c in d.spec.template.spec.containers]
+            for d in sorted(items, key=lambda d: d.metadata.name)
+        }
+
     def deployments(self, namespace: str) -> list[str]:
         """Names of the deployments in ``namespace`` (empty when it does not exist)."""
         names = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items

@@ -5,6 +5,7 @@ Everything but the client is pure; a query that fails is recorded as missing, ne
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -146,3 +147,21 @@ def unwritten_metrics(*, run_id: str, scenarios: Sequence[Any]) -> dict[str, Any
             s.name: {"status": "missing", "reason": reason, "window": None, "metrics": {}} for s in scenarios
         },
     }
+
+
+PROMETHEUS_PLACEHOLDER = "<prometheus>"
+
+
+def public_metrics(document: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics.json`` as published: without Prometheus' address, which is internal to the deployment.
+
+    The internal copy under ``runs/`` keeps it for operators; here the ``prometheus`` field goes and
+    the address is replaced wherever an error reason quotes it.
+    """
+    url = document.get("prometheus")
+    text = json.dumps({key: value for key, value in document.items() if key != "prometheus"})
+    if url:
+        # Replaced inside the JSON text: reasons are JSON strings, where the URL appears escaped.
+        text = text.replace(json.dumps(url)[1:-1], PROMETHEUS_PLACEHOLDER)
+    published: dict[str, Any] = json.loads(text)
+    return published

@@ -39,7 +39,12 @@ def collect_run_metrics(
         client = connect()
     except PrometheusError as error:
         return _all_missing(
-            run_id=run_id, step=profile.step, queries=queries, windows=windows, reason=str(error)
+            run_id=run_id,
+            step=profile.step,
+            queries=queries,
+            windows=windows,
+            reason=str(error),
+            prometheus_url=None,
         )
     with client:
         try:
@@ -58,7 +63,14 @@ def collect_run_metrics(
                     for s in scenarios
                 },
             )
-    return _all_missing(run_id=run_id, step=profile.step, queries=queries, windows=windows, reason=reason)
+    return _all_missing(
+        run_id=run_id,
+        step=profile.step,
+        queries=queries,
+        windows=windows,
+        reason=reason,
+        prometheus_url=client.base_url,
+    )
 
 
 def _scenario_metrics(
@@ -80,10 +92,11 @@ def _all_missing(
     queries: Mapping[str, Sequence[MetricQuery]],
     windows: Mapping[str, Window | None],
     reason: str,
+    prometheus_url: str | None,
 ) -> dict[str, Any]:
     return metrics_document(
         run_id=run_id,
-        prometheus_url=None,
+        prometheus_url=prometheus_url,
         step=step,
         scenarios={
             name: missing_scenario(queries=named, reason=reason, window=windows.get(name))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.log import mask_secret
 from kubernetes.client import models as k8s
+from kubernetes.client.rest import ApiException
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import scenario_outputs
@@ -22,8 +25,12 @@ RUNNER_SERVICE_ACCOUNT = "kai-scale-runner"
 OUTPUTS_XCOM_KEY = "outputs"
 # When the task ran its pod; the metrics window when the runner reported no times of its own.
 WINDOW_XCOM_KEY = "window"
+# The image the runner pod really ran: the reference and the digest the node resolved it to.
+IMAGE_XCOM_KEY = "runner_image"
 # Upload URLs outlive the pod's deadline by this much (the runner uploads after the suite ends).
 URL_GRACE_SECONDS = 3600
+OUTPUT_URLS_SECRET_KEY = "urls"
+TERMINATED_PHASES = ("Succeeded", "Failed")
 
 
 def scenario_task_id(scenario: str) -> str:
@@ -31,21 +38,35 @@ def scenario_task_id(scenario: str) -> str:
     return f"run_{scenario.replace('-', '_')}"
 
 
+def output_urls_secret_name(*, run_id: str, scenario: str, try_number: int) -> str:
+    """A DNS-1123 name for the Secret holding one try's upload URLs."""
+    digest = hashlib.sha256(f"{run_id}/{scenario}/{try_number}".encode()).hexdigest()[:16]
+    return f"kai-scale-outputs-{digest}"
+
+
+def _pod_try(pod: k8s.V1Pod, default: int) -> int:
+    return int((pod.metadata.labels or {}).get("try_number", default))
+
+
 class ScenarioPodOperator(KubernetesPodOperator):
     """Run one scenario in a runner pod; the runner uploads its outputs to presigned URLs made here.
 
     The pod gets the scenario, ``NODE_COUNT`` and one upload URL per output and try, so it needs no S3
-    credentials, and a retry writes beside (never over) the failed try's outputs. The keys of this
-    try's outputs are pushed to XCom (key ``outputs``) before the pod starts, and the time around the
-    pod (key ``window``) when it ends, however it ends.
+    credentials, and a retry writes beside (never over) the failed try's outputs. The URLs are signed
+    credentials: they reach the pod through a Secret of their own (never the pod spec, which the
+    provider logs), are masked in task logs, and the runner keeps them from the suite's environment.
+    The keys of this try's outputs are pushed to XCom (key ``outputs``) before the pod starts; the
+    time around the pod (key ``window``) and the image it ran (key ``runner_image``) when it ends,
+    however it ends. The image is pulled on every start, so a moving tag tests what it points at now.
 
-    Durable: when the worker dies, the task's retry reattaches to the running pod (the provider keeps
-    the pod's identity in the task state store) and records the outputs of the try that started it.
-    That retry is for a lost worker only: a scenario that fails, or whose pod cannot run, fails the
-    task without retrying (clearing it runs the scenario again).
+    Durable: when the worker dies, the task's retry reattaches to the runner pod (the provider keeps
+    the pod's identity in the task state store) and records the outputs of the try that started it —
+    also when the runner finished meanwhile: its outputs are adopted, not measured again. That retry is
+    for a lost worker only: a scenario that fails, or whose pod cannot run, fails the task without
+    retrying (clearing it runs the scenario again).
 
     :param scenario: the scenario to run.
-    :param settings: deployment settings (connections, bucket, namespace).
+    :param settings: deployment settings (connections, bucket, namespace, runner image repository).
     """
 
     def __init__(self, *, scenario: Scenario, settings: PipelineSettings, **kwargs: Any) -> None:
@@ -55,7 +76,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
             name=f"runner-{scenario.name}",
             namespace=settings.namespace,
             kubernetes_conn_id=settings.kubernetes_conn_id,
-            image="{{ params.runner_image }}:{{ params.runner_tag }}",
+            image=settings.runner_image
+            + "{{ '@' if params.runner_tag.startswith('sha256:') else ':' }}{{ params.runner_tag }}",
+            image_pull_policy="Always",
             cmds=["kai-scale-runner"],
             arguments=["run"],
             env_vars={
@@ -71,16 +94,20 @@ class ScenarioPodOperator(KubernetesPodOperator):
             labels=labels.object_labels(run_id="pending", scenario=scenario.name, role="runner"),
             active_deadline_seconds=int(scenario.timeout.total_seconds()),
             termination_message_policy="FallbackToLogsOnError",
-            # A restarted worker reattaches to the running pod instead of starting a second runner.
+            # A restarted worker reattaches to the runner pod instead of starting a second runner.
             durable=True,
             on_finish_action="delete_pod",
             get_logs=True,
+            # The spec holds no secret any more, but it is long and says nothing the log does not.
+            log_pod_spec_on_failure=False,
             startup_timeout_seconds=300,
             doc_md=f"**{scenario.name}** ({scenario.kind}): {scenario.description}",
             **kwargs,
         )
         self.scenario = scenario
         self.settings = settings
+        self._try_number = 0
+        self._adopting = False
 
     def execute(self, context: Any) -> Any:
         """Skip when not selected; otherwise make the upload URLs, record the keys and run the pod."""
@@ -88,22 +115,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
         if self.scenario.name not in params["scenarios"]:
             raise AirflowSkipException(f"scenario {self.scenario.name} is not selected for this run")
         run_id = run_id_of(context["dag_run"])
-        try_number = context["ti"].try_number
+        self._try_number = try_number = context["ti"].try_number
         keys = scenario_outputs(run_id=run_id, scenario=self.scenario.name, try_number=try_number).by_name()
-        bucket = ResultsBucketHook(aws_conn_id=self.settings.aws_conn_id, bucket=self.settings.results_bucket)
-        expires = int(self.scenario.timeout.total_seconds()) + URL_GRACE_SECONDS
-        urls = {name: bucket.presign_put(key=key, expires_seconds=expires) for name, key in keys.items()}
-        self.env_vars = [
-            *self.env_vars,
-            k8s.V1EnvVar(name=interface.RUN_ID_ENV, value=run_id),
-            k8s.V1EnvVar(name=interface.OUTPUT_URLS_ENV, value=json.dumps(urls)),
-            k8s.V1EnvVar(
-                name=interface.NAMESPACE_ENV,
-                value_from=k8s.V1EnvVarSource(
-                    field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.namespace")
-                ),
-            ),
-        ]
+        secret = self._create_output_urls_secret(run_id=run_id, try_number=try_number, keys=keys)
         self.labels = {**self.labels, labels.RUN_ID: labels.label_value(run_id)}
         context["ti"].xcom_push(key=OUTPUTS_XCOM_KEY, value={"try_number": try_number, "keys": keys})
         self.log.info("scenario %s, try %s: outputs go to %s", self.scenario.name, try_number, keys)
@@ -115,12 +129,77 @@ class ScenarioPodOperator(KubernetesPodOperator):
         finally:
             window = {"start": started, "end": datetime.now(UTC).isoformat()}
             context["ti"].xcom_push(key=WINDOW_XCOM_KEY, value=window)
+            context["ti"].xcom_push(key=IMAGE_XCOM_KEY, value=self._image_ran())
+            self._delete_secret(secret)
+
+    def _create_output_urls_secret(self, *, run_id: str, try_number: int, keys: dict[str, str]) -> str:
+        bucket = ResultsBucketHook(aws_conn_id=self.settings.aws_conn_id, bucket=self.settings.results_bucket)
+        expires = int(self.scenario.timeout.total_seconds()) + URL_GRACE_SECONDS
+        urls = {name: bucket.presign_put(key=key, expires_seconds=expires) for name, key in keys.items()}
+        for url in urls.values():
+            mask_secret(url)
+        name = output_urls_secret_name(run_id=run_id, scenario=self.scenario.name, try_number=try_number)
+        body = k8s.V1Secret(
+            metadata=k8s.V1ObjectMeta(
+                name=name,
+                namespace=self.namespace,
+                labels=labels.object_labels(
+                    run_id=run_id, scenario=self.scenario.name, role="runner-outputs"
+                ),
+            ),
+            string_data={OUTPUT_URLS_SECRET_KEY: json.dumps(urls)},
+        )
+        core = self.hook.core_v1_client
+        try:
+            core.create_namespaced_secret(self.namespace, body)
+        except ApiException as error:
+            if error.status != 409:  # a re-run of the same try: its URLs are renewed in place
+                raise
+            core.replace_namespaced_secret(name, self.namespace, body)
+        self.env_vars = [
+            *self.env_vars,
+            k8s.V1EnvVar(name=interface.RUN_ID_ENV, value=run_id),
+            k8s.V1EnvVar(
+                name=interface.OUTPUT_URLS_ENV,
+                value_from=k8s.V1EnvVarSource(
+                    secret_key_ref=k8s.V1SecretKeySelector(name=name, key=OUTPUT_URLS_SECRET_KEY)
+                ),
+            ),
+            k8s.V1EnvVar(
+                name=interface.NAMESPACE_ENV,
+                value_from=k8s.V1EnvVarSource(
+                    field_ref=k8s.V1ObjectFieldSelector(field_path="metadata.namespace")
+                ),
+            ),
+        ]
+        return name
+
+    def _delete_secret(self, name: str) -> None:
+        # The runner read it when its container started; teardown removes any left by a lost worker.
+        try:
+            self.hook.core_v1_client.delete_namespaced_secret(name, self.namespace)
+        except ApiException as error:
+            if error.status != 404:
+                self.log.warning("could not delete Secret %s (teardown removes it): %s", name, error.reason)
+
+    def _image_ran(self) -> dict[str, str | None]:
+        """The image reference and the digest the node pulled (None when the container never started)."""
+        image_id = None
+        pod = self.remote_pod
+        for status in (pod.status.container_statuses or []) if pod and pod.status else []:
+            if status.name == self.base_container_name:
+                image_id = status.image_id or None
+        return {"image": self.image, "image_id": image_id}
 
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Any) -> k8s.V1Pod:
         """The provider's pod lookup; a pod started by an earlier try keeps that try's outputs."""
-        pod = super().get_or_create_pod(pod_request_obj, context)
+        self._adopting = True
+        try:
+            pod = super().get_or_create_pod(pod_request_obj, context)
+        finally:
+            self._adopting = False
         ti = context["ti"]
-        pod_try = int((pod.metadata.labels or {}).get("try_number", ti.try_number))
+        pod_try = _pod_try(pod, ti.try_number)
         if pod_try != ti.try_number:
             # Reattached after a lost worker: the runner uploads to the URLs its own try made.
             run_id = run_id_of(context["dag_run"])
@@ -128,6 +207,26 @@ class ScenarioPodOperator(KubernetesPodOperator):
             ti.xcom_push(key=OUTPUTS_XCOM_KEY, value={"try_number": pod_try, "keys": keys})
             self.log.info("reattached to the runner of try %s: its outputs go to %s", pod_try, keys)
         return pod
+
+    def process_pod_deletion(self, pod: k8s.V1Pod, *, reraise: bool = True) -> bool:
+        """Keep a runner that finished while its worker was lost: its outputs are adopted, not re-measured.
+
+        The provider deletes a terminated pod it finds on reattach and starts another; a finished
+        runner of an earlier try has uploaded its outputs, so the task takes them as they are.
+        """
+        phase = pod.status.phase if pod.status else None
+        if (
+            self._adopting
+            and phase in TERMINATED_PHASES
+            and _pod_try(pod, self._try_number) != self._try_number
+        ):
+            self.log.info(
+                "the runner of try %s (%s) finished while its worker was lost: adopting its outputs",
+                _pod_try(pod, self._try_number),
+                pod.metadata.name,
+            )
+            return False
+        return bool(super().process_pod_deletion(pod, reraise=reraise))
 
 
 def recorded_outputs(ti: Any, scenario: str) -> dict[str, Any] | None:
@@ -140,3 +239,9 @@ def recorded_window(ti: Any, scenario: str) -> dict[str, str] | None:
     """The time around a scenario's runner pod, as its task recorded it."""
     window = ti.xcom_pull(task_ids=scenario_task_id(scenario), key=WINDOW_XCOM_KEY)
     return dict(window) if window else None
+
+
+def recorded_image(ti: Any, scenario: str) -> dict[str, str | None] | None:
+    """The image a scenario's runner pod ran (reference and digest), as its task recorded it."""
+    image = ti.xcom_pull(task_ids=scenario_task_id(scenario), key=IMAGE_XCOM_KEY)
+    return dict(image) if image else None

@@ -30,6 +30,11 @@ class RunMetadata:
     test_focus: str
     timestamp: str
     service_resources: dict[str, Any]
+    # Beyond the dashboard's fields (it ignores them): what really ran, read from the cluster.
+    kubernetes_version: str | None
+    kai_images: dict[str, list[str]]
+    runner_image: str
+    runner_image_ids: dict[str, str | None]
 
 
 def timestamp(moment: datetime) -> str:

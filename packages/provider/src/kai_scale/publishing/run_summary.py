@@ -85,7 +85,12 @@ def scenario_entry(
 
 
 def run_summary(
-    *, run_id: str, params: Mapping[str, Any], entries: Sequence[ScenarioEntry]
+    *,
+    run_id: str,
+    params: Mapping[str, Any],
+    entries: Sequence[ScenarioEntry],
+    runner_image: str,
+    image_ids: Mapping[str, str | None],
 ) -> dict[str, Any]:
     """The run summary (``runs/<run-id>/run-summary.json``)."""
     failed = [e.scenario for e in entries if e.status == "failure"]
@@ -95,6 +100,8 @@ def run_summary(
         "failed_scenarios": failed,
         "node_count": params.get("node_count"),
         "kai_ref": params.get("kai_ref"),
-        "runner_image": f"{params.get('runner_image')}:{params.get('runner_tag')}",
+        "runner_image": runner_image,
+        # The digest each runner pod's node resolved the reference to (None: its pod never started).
+        "runner_image_ids": dict(image_ids),
         "scenarios": [asdict(e) for e in entries],
     }

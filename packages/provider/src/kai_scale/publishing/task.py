@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.cluster.setup import load_kai_tuning
 from kai_scale.hooks.cluster import ClusterHook, ClusterUnreachable
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.metrics.collection import missing_scenarios, unwritten_metrics
+from kai_scale.metrics.collection import missing_scenarios, public_metrics, unwritten_metrics
 from kai_scale.object_keys import published_keys, run_metrics_key, run_summary_key
-from kai_scale.operators.scenario_pod import recorded_outputs
+from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
+from kai_scale.params import image_reference
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import (
     RunMetadata,
@@ -32,6 +34,7 @@ from kai_scale_model.scenario import Scenario
 log = logging.getLogger(__name__)
 
 RUN_SUMMARY_XCOM_KEY = "run_summary"
+KAI_NAMESPACE = "kai-scheduler"
 
 
 class RunFailedError(RuntimeError):
@@ -56,13 +59,29 @@ def _entries(
     return entries
 
 
-def _cluster_node_count(cluster: ClusterHook) -> int | None:
+@dataclass(frozen=True, kw_only=True)
+class DeployedState:
+    """What the cluster runs, read when the run is published (None / empty when it did not answer)."""
+
+    node_count: int | None
+    """All nodes of the cluster."""
+    kubernetes_version: str | None
+    """The API server's version."""
+    kai_images: dict[str, list[str]]
+    """Each deployment of KAI's namespace and its images: the KAI that was really tested."""
+
+
+def _deployed_state(cluster: ClusterHook) -> DeployedState:
     # Results are never held hostage by the cluster: unreachable means unknown.
     try:
-        return cluster.node_count()
+        return DeployedState(
+            node_count=cluster.node_count(),
+            kubernetes_version=cluster.server_version(),
+            kai_images=cluster.deployment_images(KAI_NAMESPACE),
+        )
     except ClusterUnreachable as error:
-        log.warning("cluster_node_count unknown: %s", error)
-        return None
+        log.warning("what the cluster runs is unknown: %s", error)
+        return DeployedState(node_count=None, kubernetes_version=None, kai_images={})
 
 
 def publish_results(
@@ -76,21 +95,34 @@ def publish_results(
     ti, params, dag_run = context["ti"], context["params"], context["dag_run"]
     bucket = ResultsBucketHook(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
     run_id = run_id_of(dag_run)
+    runner_image = image_reference(settings.runner_image, params["runner_tag"])
+    image_ids = {
+        s.name: (recorded_image(ti, s.name) or {}).get("image_id")
+        for s in scenarios
+        if s.name in params["scenarios"]
+    }
     with bucket.errors_named(f"read the outputs of run {run_id} and write its run summary"):
         entries = _entries(ti, bucket, scenarios, params["scenarios"])
-        summary = run_summary(run_id=run_id, params=params, entries=entries)
+        summary = run_summary(
+            run_id=run_id, params=params, entries=entries, runner_image=runner_image, image_ids=image_ids
+        )
         bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
         metrics_text = bucket.read_text(run_metrics_key(run_id))
     ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
 
+    deployed = _deployed_state(ClusterHook(conn_id=settings.kubernetes_conn_id))
     metadata = RunMetadata(
         kai_scheduler_ref=params["kai_ref"],
         kai_commit_hash=commit_hash(entries),
         kwok_node_count=params["node_count"],
-        cluster_node_count=_cluster_node_count(ClusterHook(conn_id=settings.kubernetes_conn_id)),
+        cluster_node_count=deployed.node_count,
         test_focus=ginkgo_focus(scenarios, params["scenarios"]),
         timestamp=timestamp(dag_run.run_after),
         service_resources=service_resources(load_kai_tuning(settings.include_dir)),
+        kubernetes_version=deployed.kubernetes_version,
+        kai_images=deployed.kai_images,
+        runner_image=runner_image,
+        runner_image_ids=image_ids,
     )
     if metrics_text is None:
         selected = [s for s in scenarios if s.name in params["scenarios"]]
@@ -100,7 +132,7 @@ def publish_results(
         prefix=settings.results_prefix,
         run_id=run_id,
         results=results_document(metadata=metadata, entries=entries),
-        metrics_text=metrics_text,
+        metrics_text=json.dumps(public_metrics(json.loads(metrics_text))),
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
         entry=manifest_entry(
             run_id=run_id,
