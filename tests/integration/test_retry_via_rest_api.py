@@ -43,6 +43,8 @@ pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 # Long enough to outlive the killed scheduler's detection (~30 s) and the retry's start.
 SLOW_SECONDS = 120
+# Long enough to kill the scheduler while it runs; it then finishes while no scheduler is up.
+BRIEF_SECONDS = 30
 
 
 def _free_port() -> int:
@@ -76,15 +78,20 @@ class AirflowServices:
             )
 
     def restart_scheduler_killing_its_workers(self) -> None:
-        """Kill the scheduler as when its machine dies, then start a new one.
+        """Kill the scheduler as when its machine dies, then start a new one."""
+        self.kill_scheduler_and_its_workers()
+        self.start_scheduler()
 
-        SIGKILL goes to every process of its session: its LocalExecutor's workers and their tasks.
-        """
+    def kill_scheduler_and_its_workers(self) -> None:
+        """SIGKILL to every process of the scheduler's session: its LocalExecutor's workers, their tasks."""
         scheduler = self.processes.pop("scheduler")
         for pid in _session_members(scheduler.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         scheduler.wait()
+
+    def start_scheduler(self) -> None:
+        """Start a scheduler (and its LocalExecutor) again."""
         self._start(["scheduler"])
 
     def stop(self) -> None:
@@ -128,6 +135,7 @@ def airflow_services(
             "flaky": standin_scenario("fail-once", STANDIN_MARKER=str(marker)),
             "steady": workload_scenario(),
             "slow": {**standin_scenario("slow", STANDIN_SECONDS=str(SLOW_SECONDS)), "enabled": False},
+            "brief": {**standin_scenario("slow", STANDIN_SECONDS=str(BRIEF_SECONDS)), "enabled": False},
         },
     )
     port = _free_port()
@@ -323,3 +331,54 @@ def test_a_killed_worker_is_retried_onto_the_running_runner_pod(
     assert "reattached to the runner of try 1" in log
     (entry,) = [e for e in _summary(airflow_api, run_id)["scenarios"] if e["scenario"] == "slow"]
     assert (entry["status"], entry["try_number"]) == ("success", 1), "the outputs of the pod of try 1"
+
+
+def test_a_runner_that_finished_while_its_worker_was_lost_is_adopted_not_rerun(
+    airflow_api: httpx.Client, airflow_services: AirflowServices, core: client.CoreV1Api
+) -> None:
+    """The scheduler dies while ``brief`` runs and comes back only after the runner pod finished.
+
+    The retry finds the finished pod of try 1 and takes its outputs: no second runner measures
+    the scenario again, so try 2 uploads nothing.
+    """
+    response = _trigger(airflow_api, {"node_count": 10, "scenarios": ["brief"]})
+    assert response.status_code == 200, response.text
+    run_id = response.json()["dag_run_id"]
+    selector = f"{labels.SCENARIO}=brief,{labels.ROLE}=runner"
+
+    def runner_in(phases: set[str]) -> client.V1Pod | None:
+        pods = core.list_pod_for_all_namespaces(label_selector=selector).items
+        return next((p for p in pods if p.status.phase in phases), None)
+
+    first = wait_for(
+        lambda: runner_in({"Running"}), timeout=300, what="brief's runner pod to run", interval=1
+    )
+    airflow_services.kill_scheduler_and_its_workers()
+    wait_for(
+        lambda: runner_in({"Succeeded"}),
+        timeout=BRIEF_SECONDS + 120,
+        what="brief's runner to finish",
+        interval=1,
+    )
+    airflow_services.start_scheduler()
+
+    wait_for(
+        lambda: _run_state(airflow_api, run_id) in {"success", "failed"},
+        timeout=600,
+        what="the run to finish after the runner was adopted",
+        interval=3,
+    )
+    brief = _task_instances(airflow_api, run_id)["run_brief"]
+    assert (_run_state(airflow_api, run_id), brief["state"], brief["try_number"]) == ("success", "success", 2)
+    log = airflow_api.get(
+        f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/run_brief/logs/2", params={"full_content": True}
+    ).text
+    assert f"the runner of try 1 ({first.metadata.name}) finished while its worker was lost" in log
+    (entry,) = [e for e in _summary(airflow_api, run_id)["scenarios"] if e["scenario"] == "brief"]
+    assert (entry["status"], entry["try_number"]) == ("success", 1), "the outputs of the pod of try 1"
+    pipeline_run_id = _summary(airflow_api, run_id)["run_id"]
+    s3 = boto3.client("s3")
+    second_try = s3.list_objects_v2(
+        Bucket=localenv_settings.DEFAULT_BUCKET, Prefix=f"runs/{pipeline_run_id}/scenarios/brief/try-2/"
+    )
+    assert second_try.get("KeyCount", 0) == 0, "no second runner measured the scenario"
