@@ -140,7 +140,11 @@ def test_fake_gpu_operator_is_installed_with_its_values_and_trimmed(
     remaining = client.AppsV1Api(api_client).list_namespaced_deployment(release_namespace).items
     assert [d.metadata.name for d in remaining] == ["status-updater"]
     again = cluster_setup.install_fake_gpu_operator(cluster, installs=installs, include_dir=REPO / "include")
-    assert again == ["fake GPU operator already installed"]
+    assert again == [
+        "fake-gpu-operator 0.0.73 up to date",
+        "deployment nvidia-dcgm-exporter: absent",
+        "deployment device-plugin: absent",
+    ]
 
 
 @pytest.mark.usefixtures("helm_worker")
@@ -187,3 +191,70 @@ def test_an_inline_kubeconfig_is_a_private_file_for_the_command_only(
         assert path.read_text() == text
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert not path.exists()
+
+
+@pytest.mark.usefixtures("helm_worker")
+def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
+    tmp_path: Path, release_namespace: str, api_client: client.ApiClient
+) -> None:
+    chart = _write_chart(
+        tmp_path,
+        name="fake-gpu-operator",
+        version="0.0.73",
+        templates=FAKE_GPU_OPERATOR_TEMPLATES,
+        values={"topology": {"nodePools": {"default": {"gpuCount": 2}}}},
+    )
+    spec = {
+        "chart": str(chart),
+        "version": "0.0.73",
+        "namespace": release_namespace,
+        "delete_deployments": [],
+    }
+    cluster = ClusterHook(conn_id="kubernetes_default")
+    for gpus in ("8", "4"):
+        installs = {
+            "charts": {"fake-gpu-operator": {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}}
+        }
+        lines = cluster_setup.install_fake_gpu_operator(
+            cluster, installs=installs, include_dir=REPO / "include"
+        )
+        assert lines == ["fake-gpu-operator 0.0.73 installed"], f"gpuCount={gpus} is applied"
+    topology = client.CoreV1Api(api_client).read_namespaced_config_map("topology", release_namespace)
+    assert topology.data == {"gpuCount": "4"}
+    assert _releases(release_namespace)["fake-gpu-operator"]["revision"] == "2"
+
+
+@pytest.mark.usefixtures("helm_worker")
+def test_helm_uses_the_connections_cluster_context(
+    tmp_path: Path, release_namespace: str, local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubeconfig's current context leads nowhere; the connection's ``cluster_context`` is the cluster."""
+    kubeconfig = yaml.safe_load(local_env.config.kubeconfig.read_text())
+    real = kubeconfig["contexts"][0]
+    kubeconfig["clusters"].append({"name": "nowhere", "cluster": {"server": "https://127.0.0.1:9"}})
+    kubeconfig["contexts"] = [
+        {"name": "the-cluster", "context": real["context"]},
+        {"name": "nowhere", "context": {**real["context"], "cluster": "nowhere"}},
+    ]
+    kubeconfig["current-context"] = "nowhere"
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    extra = {"kube_config_path": str(path), "cluster_context": "the-cluster", "in_cluster": False}
+    monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
+    charts = {
+        release: {
+            "chart": str(
+                _write_chart(
+                    tmp_path, name=release, version=version, templates=CONFIG_MAP_TEMPLATE, values={}
+                )
+            ),
+            "version": version,
+            "namespace": release_namespace,
+        }
+        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
+    }
+
+    lines = cluster_setup.install_monitoring(ClusterHook(conn_id="kube_context"), installs={"charts": charts})
+
+    assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
+    assert set(_releases(release_namespace)) == {"kube-prometheus-stack", "pyroscope"}

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
-from kai_scale_runner.workload import _configuration, _create_pods
+from kai_scale_runner.workload import _configuration, _create_pods, _watch_bindings
 from localenv.environment import LocalEnvironment
 
 ALLOWED = "pod-creator"
@@ -133,3 +134,38 @@ def test_a_refused_creation_names_the_pod_and_the_reason(
     with pytest.raises(RuntimeError, match=r"creating pod refused-0 failed: HTTP 403 .*forbidden"):
         _create(namespace=namespace, names=["refused-0"], concurrency=1)
     assert core.list_namespaced_pod(namespace).items == []
+
+
+def test_a_watch_that_lost_its_history_resumes_from_a_fresh_list(
+    namespace: str, core: client.CoreV1Api, local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API server answers a watch from a resourceVersion it no longer holds with a 410 ERROR event.
+
+    The workload lists again and finds the pod bound meanwhile, instead of re-watching the lost
+    version until its deadline.
+    """
+    monkeypatch.setenv("KUBECONFIG", str(local_env.config.kubeconfig))
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "bound", "labels": {"kai-scale.dev/role": "watched"}},
+            # Bound at creation: nothing has to schedule it for the watch to count it.
+            "spec": {"nodeName": "nowhere", "containers": [{"name": "main", "image": "pause"}]},
+        },
+    )
+
+    async def watch() -> dict[str, float]:
+        scheduled_at: dict[str, float] = {}
+        async with ApiClient(await _configuration(4)) as api:
+            await _watch_bindings(
+                core=CoreV1Api(api),
+                namespace=namespace,
+                selector="kai-scale.dev/role=watched",
+                resource_version="1",  # long compacted away in any cluster that has run a while
+                scheduled_at=scheduled_at,
+                expected=1,
+                deadline=time.monotonic() + 20,
+            )
+        return scheduled_at
+
+    assert set(asyncio.run(watch())) == {"bound"}

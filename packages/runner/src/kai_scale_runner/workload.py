@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import aiohttp
@@ -100,9 +101,15 @@ async def _watch_bindings(
     expected: int,
     deadline: float,
 ) -> None:
-    """Record when each pod is first seen bound to a node, until all ``expected`` are or the deadline."""
+    """Record when each pod is first seen bound to a node, until all ``expected`` are or the deadline.
+
+    A watch the server ends with 410 Gone (its history no longer reaches our resourceVersion) is
+    resumed from a fresh list; any other error event ends the measurement with that error. A watch
+    that ends at once is not reopened at once, so a refusing server is not hammered.
+    """
     while len(scheduled_at) < expected and time.monotonic() < deadline:
-        remaining = max(1, int(deadline - time.monotonic()))
+        opened = time.monotonic()
+        remaining = max(1, int(deadline - opened))
         # Raw stream (_preload_content=False): the generated type hints describe the parsed list instead.
         response: Any = await core.list_namespaced_pod(
             namespace,
@@ -118,12 +125,46 @@ async def _watch_bindings(
             async with asyncio.timeout(min(300, remaining) + 5), response:
                 async for raw in response.content:
                     event = json.loads(raw)
+                    if event["type"] == "ERROR":
+                        resource_version = await _after_watch_error(
+                            core,
+                            namespace=namespace,
+                            selector=selector,
+                            status=event["object"],
+                            scheduled_at=scheduled_at,
+                        )
+                        break
                     pod = event["object"]
                     resource_version = pod["metadata"].get("resourceVersion", resource_version)
                     if event["type"] in ("ADDED", "MODIFIED") and pod.get("spec", {}).get("nodeName"):
                         scheduled_at.setdefault(pod["metadata"]["name"], time.monotonic())
                         if len(scheduled_at) >= expected:
                             return
+        if time.monotonic() - opened < 1:
+            await asyncio.sleep(1)
+
+
+async def _after_watch_error(
+    core: client.CoreV1Api,
+    *,
+    namespace: str,
+    selector: str,
+    status: dict[str, Any],
+    scheduled_at: dict[str, float],
+) -> str:
+    """Resume after an ERROR event: 410 Gone lists the pods again; anything else is raised."""
+    if status.get("code") != HTTPStatus.GONE:
+        raise RuntimeError(
+            f"watching the workload's pods failed: {status.get('code')} {status.get('reason')}: "
+            f"{status.get('message')}"
+        )
+    listing = await core.list_namespaced_pod(namespace, label_selector=selector)
+    now = time.monotonic()
+    for pod in listing.items:
+        if pod.spec.node_name:
+            # Bound while the watch was lost: the time it was seen is an upper bound.
+            scheduled_at.setdefault(pod.metadata.name, now)
+    return str(listing.metadata.resource_version)
 
 
 async def _create_pods(*, api: client.ApiClient, url: str, bodies: Iterator[bytes], concurrency: int) -> None:

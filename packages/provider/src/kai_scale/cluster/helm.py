@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # helm waits for the release's resources itself (--wait); this bounds the whole command.
 HELM_TIMEOUT_SECONDS = 900
@@ -39,7 +40,24 @@ class Chart:
         return self.chart.rstrip("/").rsplit("/", 1)[-1]
 
 
-def upgrade_install_argv(*, chart: Chart, kubeconfig: str | None) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class HelmTarget:
+    """Which cluster helm talks to: the Airflow connection's kubeconfig and context."""
+
+    kubeconfig: str | None
+    """A kubeconfig file (None: helm's default, in-cluster or ``KUBECONFIG``)."""
+    context: str | None = None
+    """The kubeconfig context to use (the connection's ``cluster_context``); None: its current one."""
+
+    def args(self) -> list[str]:
+        """Helm's flags for this target."""
+        return [
+            *(["--kubeconfig", self.kubeconfig] if self.kubeconfig else []),
+            *(["--kube-context", self.context] if self.context else []),
+        ]
+
+
+def upgrade_install_argv(*, chart: Chart, target: HelmTarget) -> list[str]:
     """``helm upgrade --install`` for the chart at its pinned version; idempotent by design."""
     argv = [
         "helm",
@@ -60,10 +78,10 @@ def upgrade_install_argv(*, chart: Chart, kubeconfig: str | None) -> list[str]:
         argv += ["--repo", chart.repo]
     for key, value in sorted((chart.values or {}).items()):
         argv += ["--set", f"{key}={value}"]
-    return argv + _kubeconfig_args(kubeconfig)
+    return argv + target.args()
 
 
-def list_argv(*, chart: Chart, kubeconfig: str | None) -> list[str]:
+def list_argv(*, chart: Chart, target: HelmTarget) -> list[str]:
     """``helm list`` of the chart's release, as JSON."""
     return [
         "helm",
@@ -74,7 +92,22 @@ def list_argv(*, chart: Chart, kubeconfig: str | None) -> list[str]:
         f"^{chart.release}$",
         "--output",
         "json",
-        *_kubeconfig_args(kubeconfig),
+        *target.args(),
+    ]
+
+
+def get_values_argv(*, chart: Chart, target: HelmTarget) -> list[str]:
+    """``helm get values`` of the chart's release (the user-supplied ones), as JSON."""
+    return [
+        "helm",
+        "get",
+        "values",
+        chart.release,
+        "--namespace",
+        chart.namespace,
+        "--output",
+        "json",
+        *target.args(),
     ]
 
 
@@ -88,8 +121,20 @@ def is_deployed(list_output: str, *, chart: Chart) -> bool:
     )
 
 
-def _kubeconfig_args(kubeconfig: str | None) -> list[str]:
-    return ["--kubeconfig", kubeconfig] if kubeconfig else []
+def _flattened(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"a": {"b": 1}}`` as ``{"a.b": "1"}``: the ``--set`` form, values as helm parses them back."""
+    flat: dict[str, str] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(_flattened(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value if isinstance(value, str) else json.dumps(value)
+    return flat
+
+
+def values_match(get_values_output: str, *, chart: Chart) -> bool:
+    """Whether the release's user-supplied values are exactly the chart's ``--set`` values."""
+    return _flattened(json.loads(get_values_output or "null") or {}) == dict(chart.values or {})
 
 
 def helm_available() -> bool:
@@ -112,12 +157,15 @@ def run(argv: Sequence[str]) -> str:
     return result.stdout
 
 
-def ensure_release(chart: Chart, *, kubeconfig: str | None) -> bool:
-    """Install or upgrade the release unless it is deployed at the pinned version; True when helm changed it.
+def ensure_release(chart: Chart, *, target: HelmTarget) -> bool:
+    """Install or upgrade the release unless it is deployed at the pinned version with the same values.
 
-    Checked first so that a re-run setup (a retried scenario) costs one ``helm list``, not a ``--wait``.
+    Checked first so that a re-run setup (a retried scenario) costs a ``helm list`` and a ``helm get
+    values``, not a ``--wait``. True when helm changed the release.
     """
-    if is_deployed(run(list_argv(chart=chart, kubeconfig=kubeconfig)), chart=chart):
+    if is_deployed(run(list_argv(chart=chart, target=target)), chart=chart) and values_match(
+        run(get_values_argv(chart=chart, target=target)), chart=chart
+    ):
         return False
-    run(upgrade_install_argv(chart=chart, kubeconfig=kubeconfig))
+    run(upgrade_install_argv(chart=chart, target=target))
     return True

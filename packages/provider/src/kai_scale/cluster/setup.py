@@ -6,9 +6,7 @@ re-runs the setup. Each returns the lines it logs, so the task log says what was
 
 from __future__ import annotations
 
-import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -217,8 +215,11 @@ def install_fake_gpu_operator(
 ) -> list[str]:
     """The fake GPU operator (reports GPUs on KWOK nodes), when neither it nor a GPU source is there."""
     spec = installs["charts"]["fake-gpu-operator"]
-    if cluster.get(api_version="v1", kind="ConfigMap", name="topology", namespace=spec["namespace"]):
-        return ["fake GPU operator already installed"]
+    topology = cluster.get(api_version="v1", kind="ConfigMap", name="topology", namespace=spec["namespace"])
+    annotations = ((topology or {}).get("metadata") or {}).get("annotations") or {}
+    if topology and annotations.get("meta.helm.sh/release-name") != "fake-gpu-operator":
+        # Installed some other way: helm would refuse to adopt its objects, and it is not ours to change.
+        return ["fake GPU operator already installed (not by this pipeline's helm release): left as it is"]
     if not helm.helm_available():
         template = load_manifest(include_dir, "managed-nodepool.yaml")[0]["spec"]["nodeTemplate"]
         if GPU_RESOURCE in ((template.get("status") or {}).get("allocatable") or {}):
@@ -232,8 +233,8 @@ def install_fake_gpu_operator(
             "the fake GPU operator is not installed and helm is not on the worker's PATH; "
             f"install helm on the worker or install the chart {spec['chart']} {spec['version']} by hand"
         )
-    with cluster.cli_kubeconfig() as kubeconfig:
-        changed = helm.ensure_release(_chart("fake-gpu-operator", spec), kubeconfig=kubeconfig)
+    with cluster.helm_target() as target:
+        changed = helm.ensure_release(_chart("fake-gpu-operator", spec), target=target)
     lines = [f"fake-gpu-operator {spec['version']} {'installed' if changed else 'up to date'}"]
     for deployment in spec.get("delete_deployments") or []:
         deleted = cluster.delete(
@@ -254,9 +255,9 @@ def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any]) -> lis
             "of the pipeline's Prometheus connection (the local environment runs its own)"
         ]
     lines = []
-    with cluster.cli_kubeconfig() as kubeconfig:
+    with cluster.helm_target() as target:
         for release in ("kube-prometheus-stack", "pyroscope"):
-            changed = helm.ensure_release(_chart(release, charts[release]), kubeconfig=kubeconfig)
+            changed = helm.ensure_release(_chart(release, charts[release]), target=target)
             lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")
     return lines
 
@@ -282,24 +283,17 @@ def tune_kai(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
     return lines
 
 
-def wait_for_nodes(
-    cluster: ClusterHook,
-    *,
-    node_count: int,
-    timeout: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> list[str]:
-    """Wait until the NodePool's nodes are Ready with GPUs allocatable."""
+def wait_for_nodes(cluster: ClusterHook, *, node_count: int, timeout: float | None = None) -> list[str]:
+    """Wait until the NodePool's nodes are Ready with GPUs allocatable (a watch, not a poll)."""
     deadline_seconds = timeout if timeout is not None else 300 + 0.1 * node_count
-    selector = f"kwok.x-k8s.io/controller={NODEPOOL_NAME}"
-    deadline = clock() + deadline_seconds
-    total = ready = 0
-    while clock() < deadline:
-        total, ready = cluster.node_readiness(selector=selector, resource=GPU_RESOURCE)
-        if ready >= node_count:
-            return [f"{ready} nodes Ready with {GPU_RESOURCE}"]
-        sleep(2)
+    total, ready = cluster.wait_for_ready_nodes(
+        selector=f"kwok.x-k8s.io/controller={NODEPOOL_NAME}",
+        resource=GPU_RESOURCE,
+        count=node_count,
+        timeout_seconds=deadline_seconds,
+    )
+    if ready >= node_count:
+        return [f"{ready} nodes Ready with {GPU_RESOURCE}"]
     raise SetupError(
         f"only {ready} of {node_count} nodes of NodePool {NODEPOOL_NAME} are Ready with {GPU_RESOURCE} "
         f"after {deadline_seconds:.0f} s ({total} exist); check kwok-operator, KWOK and the fake GPU operator"

@@ -5,19 +5,24 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
+from http import HTTPStatus
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
+from kai_scale.cluster.helm import HelmTarget
+
 FIELD_MANAGER = "kai-scale-pipeline"
+NODE_PAGE = 500
 
 
 class ClusterUnreachable(RuntimeError):
@@ -65,6 +70,13 @@ class ClusterHook(KubernetesHook):
             yield path
         finally:
             os.unlink(path)
+
+    @contextmanager
+    def helm_target(self) -> Iterator[HelmTarget]:
+        """Where helm reaches this connection's cluster: its kubeconfig and its ``cluster_context``."""
+        context = self.conn_extras.get("cluster_context") or None
+        with self.cli_kubeconfig() as kubeconfig:
+            yield HelmTarget(kubeconfig=kubeconfig, context=context)
 
     def _unreachable(self, error: Exception) -> ClusterUnreachable:
         host = self.api_client.configuration.host
@@ -157,21 +169,57 @@ class ClusterHook(KubernetesHook):
         except ResourceNotFoundError:
             return []
 
-    def node_readiness(self, *, selector: str, resource: str) -> tuple[int, int]:
-        """(nodes matching the selector, of which Ready with ``resource`` allocatable)."""
-        response = client.CoreV1Api(self.api_client).list_node(
-            label_selector=selector, _preload_content=False
-        )
-        nodes = json.loads(response.data)["items"]
-        ready = 0
-        for node in nodes:
-            status = node.get("status") or {}
-            is_ready = any(
-                c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []
+    def wait_for_ready_nodes(
+        self, *, selector: str, resource: str, count: int, timeout_seconds: float
+    ) -> tuple[int, int]:
+        """Wait until ``count`` nodes matching ``selector`` are Ready with ``resource``; (matching, ready).
+
+        One paginated list, then a watch of the changes (re-listed when the server answers 410 Gone),
+        instead of listing thousands of nodes every few seconds. Returns at ``count`` ready or at the
+        deadline, whichever is first.
+        """
+        core = client.CoreV1Api(self.api_client)
+        deadline = time.monotonic() + timeout_seconds
+        nodes, resource_version = self._list_nodes(core, selector=selector, resource=resource)
+        while sum(nodes.values()) < count and (remaining := deadline - time.monotonic()) > 0:
+            stream = watch.Watch().stream(
+                core.list_node,
+                label_selector=selector,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=max(1, int(min(remaining, 60))),
             )
-            has_resource = str((status.get("allocatable") or {}).get(resource, "0")) not in ("0", "")
-            ready += is_ready and has_resource
-        return len(nodes), ready
+            try:
+                for event in stream:
+                    resource_version = event["raw_object"]["metadata"]["resourceVersion"]
+                    node = event["object"]
+                    if event["type"] == "DELETED":
+                        nodes.pop(node.metadata.name, None)
+                    elif event["type"] in ("ADDED", "MODIFIED"):
+                        nodes[node.metadata.name] = _ready_with(node, resource)
+                    if sum(nodes.values()) >= count:
+                        break
+            except ApiException as error:
+                if error.status != HTTPStatus.GONE:
+                    raise self._unreachable(error) from error
+                nodes, resource_version = self._list_nodes(core, selector=selector, resource=resource)
+        return len(nodes), sum(nodes.values())
+
+    def _list_nodes(
+        self, core: client.CoreV1Api, *, selector: str, resource: str
+    ) -> tuple[dict[str, bool], str]:
+        """Every matching node's readiness, in pages, and the resourceVersion to watch from."""
+        nodes: dict[str, bool] = {}
+        token = None
+        while True:
+            try:
+                page = core.list_node(label_selector=selector, limit=NODE_PAGE, _continue=token)
+            except (ApiException, HTTPError) as error:
+                raise self._unreachable(error) from error
+            nodes.update({node.metadata.name: _ready_with(node, resource) for node in page.items})
+            token = page.metadata._continue
+            if not token:
+                return nodes, str(page.metadata.resource_version)
 
     def node_count(self) -> int:
         """How many nodes the cluster has (one small request: the API server counts the rest).
@@ -202,3 +250,12 @@ class ClusterHook(KubernetesHook):
         """Names of the deployments in ``namespace`` (empty when it does not exist)."""
         names = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items
         return sorted(d.metadata.name for d in names)
+
+
+def _ready_with(node: client.V1Node, resource: str) -> bool:
+    """Whether the node is Ready and has some of ``resource`` allocatable."""
+    status = node.status
+    if status is None:
+        return False
+    ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions or [])
+    return ready and str((status.allocatable or {}).get(resource, "0")) not in ("0", "")
