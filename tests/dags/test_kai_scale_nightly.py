@@ -61,6 +61,13 @@ def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
     ]
     scenario_tasks = [t for t in dag.tasks if isinstance(t, ScenarioPodOperator)]
     assert sorted(t.scenario.name for t in scenario_tasks) == sorted(s.name for s in SCENARIOS)
+    by_priority = sorted(scenario_tasks, key=lambda t: -t.priority_weight)
+    assert [t.scenario.name for t in by_priority] == sorted(s.name for s in SCENARIOS), "a fixed order"
+    assert {t.weight_rule for t in scenario_tasks} == {"absolute"}
+    for task in scenario_tasks:
+        assert not set(task.upstream_task_ids) & {t.task_id for t in scenario_tasks}, (
+            "no scenario waits for another: clearing one must not clear the next"
+        )
     for task in scenario_tasks:
         assert task.upstream_task_ids == {"setup.wait_for_nodes"}, (
             "siblings: a failure blocks no other scenario"

@@ -6,6 +6,7 @@ setup -> scenarios -> metrics -> publishing -> teardown, with the local Promethe
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -333,3 +334,47 @@ def test_a_missing_bucket_is_named_by_the_tasks_that_need_it(
     assert "BucketError: could not read the scenarios' outcomes and clear runs/" in output
     assert "BucketError: could not read the outputs of run " in output
     assert "in s3://no-such-bucket: An error occurred (NoSuchBucket)" in output
+
+
+def _gpu_pod(core: client.CoreV1Api, namespace: str, name: str, labels: dict[str, str]) -> None:
+    """A pod bound to a node at creation that holds one GPU, as a leftover job does."""
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "nodeName": "held-gpus",
+                "containers": [
+                    {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+                ],
+            },
+        },
+    )
+
+
+def test_gpus_left_held_by_an_earlier_scenario_are_freed_first(
+    tmp_path: Path, core: client.CoreV1Api, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A failed KAI spec left a GPU job in one of the suite's namespaces: it goes before the next scenario."""
+    leftover = f"kai-e2e-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": leftover, "labels": {"app": "engine-e2e"}}})
+    _gpu_pod(core, leftover, "leftover-job", {})
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 2})
+    assert _states(dag_run)["run_small_workload"] == "success"
+    output = capfd.readouterr()
+    assert "deleted 1 namespaces of KAI's suite left by an earlier scenario" in output.out + output.err
+    assert "all nvidia.com/gpu free before small-workload" in output.out + output.err
+
+
+def test_gpus_held_by_someone_else_stop_the_scenario_naming_them(
+    tmp_path: Path, core: client.CoreV1Api, namespace: str
+) -> None:
+    _gpu_pod(core, namespace, "someone-elses", {"app": "not-ours"})
+    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 2})
+    assert _states(dag_run)["run_small_workload"] == "failed"
+    (entry,) = _summary(dag_run)["scenarios"]
+    assert entry["status"] == "failure"
+    assert core.read_namespaced_pod("someone-elses", namespace), "not ours to remove"
+    core.delete_namespaced_pod("someone-elses", namespace, grace_period_seconds=0)

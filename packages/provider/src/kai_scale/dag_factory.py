@@ -80,7 +80,18 @@ def build_nightly_dag(
             setups = _setup_tasks(settings=settings, names=names)
             chain(*setups)
         # One retry, which only a lost worker uses: it reattaches to the running pod (see the operator).
-        scenario_tasks = [ScenarioPodOperator(scenario=s, settings=settings, retries=1) for s in scenarios]
+        # A fixed order (the scenarios' order, by name) without dependencies between them, which
+        # would make a cleared scenario clear the ones after it: one slot, highest priority first.
+        scenario_tasks = [
+            ScenarioPodOperator(
+                scenario=s,
+                settings=settings,
+                retries=1,
+                priority_weight=len(scenarios) - index,
+                weight_rule="absolute",
+            )
+            for index, s in enumerate(scenarios)
+        ]
 
         # No retries: the client retries connecting; re-collecting is a clear of this task.
         @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)

@@ -6,7 +6,9 @@ re-runs the setup. Each returns the lines it logs, so the task log says what was
 
 from __future__ import annotations
 
+import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -298,6 +300,61 @@ def wait_for_nodes(cluster: ClusterHook, *, node_count: int, timeout: float | No
         f"only {ready} of {node_count} nodes of NodePool {NODEPOOL_NAME} are Ready with {GPU_RESOURCE} "
         f"after {deadline_seconds:.0f} s ({total} exist); check kwok-operator, KWOK and the fake GPU operator"
     )
+
+
+SUITE_NAMESPACES = "app=engine-e2e"
+
+
+def _ours(labels_of: dict[str, str]) -> bool:
+    """A pod our workload made (any run's): it may be removed to free GPUs."""
+    return labels_of.get(labels.MANAGED_BY) == labels.MANAGER and labels_of.get(labels.ROLE) == "workload"
+
+
+def free_gpus(
+    cluster: ClusterHook,
+    *,
+    scenario: str,
+    timeout: float = 300,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Make sure no GPU is held before a scenario starts, removing what earlier scenarios left.
+
+    A failed KAI spec can leave its GPU jobs (in the suite's namespaces, ``app=engine-e2e``) and a
+    stopped workload its pods; both are removed. GPUs held by anything else are not ours to free:
+    the scenario is not run, and the error names the pods.
+    """
+    holders = cluster.gpu_holders(GPU_RESOURCE)
+    if not holders:
+        return [f"all {GPU_RESOURCE} free before {scenario}"]
+    suite_namespaces = set(cluster.names(api_version="v1", kind="Namespace", selector=SUITE_NAMESPACES))
+    foreign = [h for h in holders if not _ours(h.labels) and h.namespace not in suite_namespaces]
+    if foreign:
+        held = ", ".join(f"{h.namespace}/{h.name} ({h.count})" for h in foreign[:10])
+        raise SetupError(
+            f"{sum(h.count for h in foreign)} {GPU_RESOURCE} are held by pods this pipeline did not make "
+            f"({held}{', ...' if len(foreign) > 10 else ''}): {scenario} would not measure a free cluster. "
+            "Remove them, then clear this task"
+        )
+    # Pods first and at once: they run on KWOK nodes, whose pods no kubelet confirms stopped.
+    pods = sum(cluster.delete_pods_now(namespace=name) for name in sorted(suite_namespaces))
+    count = cluster.delete_labelled(api_version="v1", kind="Namespace", selector=SUITE_NAMESPACES)
+    workload = cluster.delete_pods_now(
+        selector=f"{labels.MANAGED_BY}={labels.MANAGER},{labels.ROLE}=workload"
+    )
+    lines = [
+        f"deleted {count} namespaces of KAI's suite left by an earlier scenario ({SUITE_NAMESPACES}), "
+        f"with their {pods} pods",
+        f"deleted {workload} workload pods left by an earlier scenario",
+    ]
+    deadline = clock() + timeout
+    while (still_held := sum(h.count for h in cluster.gpu_holders(GPU_RESOURCE))) and clock() < deadline:
+        sleep(2)
+    if still_held:
+        raise SetupError(
+            f"{still_held} {GPU_RESOURCE} still held {timeout:.0f} s after removing the leftovers"
+        )
+    return [*lines, f"all {GPU_RESOURCE} free before {scenario}"]
 
 
 def teardown(cluster: ClusterHook, *, run_id: str, existing: dict[str, list[str]] | None) -> list[str]:

@@ -7,7 +7,8 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from functools import cached_property
 from http import HTTPStatus
 from typing import Any
@@ -23,6 +24,20 @@ from kai_scale.cluster.helm import HelmTarget
 
 FIELD_MANAGER = "kai-scale-pipeline"
 NODE_PAGE = 500
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuHolder:
+    """A pod that holds GPUs of a node."""
+
+    namespace: str
+    """Its namespace."""
+    name: str
+    """Its name."""
+    labels: dict[str, str]
+    """Its labels (who made it)."""
+    count: int
+    """GPUs it holds (its containers' limits)."""
 
 
 class ClusterUnreachable(RuntimeError):
@@ -148,6 +163,27 @@ class ClusterHook(KubernetesHook):
             return False
         return True
 
+    def delete_pods_now(self, *, namespace: str | None = None, selector: str | None = None) -> int:
+        """Delete pods at once (grace 0), in a namespace or all, optionally by label.
+
+        For pods of simulated (KWOK) nodes, which no kubelet stops gracefully.
+        """
+        core = client.CoreV1Api(self.api_client)
+        try:
+            pods = (
+                core.list_namespaced_pod(namespace, label_selector=selector).items
+                if namespace
+                else core.list_pod_for_all_namespaces(label_selector=selector).items
+            )
+            for pod in pods:
+                with suppress(ApiException):  # gone meanwhile
+                    core.delete_namespaced_pod(
+                        pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
+                    )
+        except (ApiException, HTTPError) as error:
+            raise self._unreachable(error) from error
+        return len(pods)
+
     def delete_labelled(self, *, api_version: str, kind: str, selector: str) -> int:
         """Delete every object of a kind, in all namespaces, that matches the label selector."""
         try:
@@ -162,10 +198,11 @@ class ClusterHook(KubernetesHook):
                 continue
         return len(items)
 
-    def names(self, *, api_version: str, kind: str) -> list[str]:
-        """Names of all objects of a cluster-scoped kind (empty when the kind is not served)."""
+    def names(self, *, api_version: str, kind: str, selector: str | None = None) -> list[str]:
+        """Names of the objects of a cluster-scoped kind, optionally by label (empty: kind not served)."""
         try:
-            return sorted(item.metadata.name for item in self._resource(api_version, kind).get().items)
+            items = self._resource(api_version, kind).get(label_selector=selector).items
+            return sorted(item.metadata.name for item in items)
         except ResourceNotFoundError:
             return []
 
@@ -220,6 +257,33 @@ class ClusterHook(KubernetesHook):
             token = page.metadata._continue
             if not token:
                 return nodes, str(page.metadata.resource_version)
+
+    def gpu_holders(self, resource: str) -> list[GpuHolder]:
+        """Pods bound to a node and not finished that request ``resource``: who holds the GPUs."""
+        try:
+            response = client.CoreV1Api(self.api_client).list_pod_for_all_namespaces(
+                field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+                _preload_content=False,
+            )
+        except (ApiException, HTTPError) as error:
+            raise self._unreachable(error) from error
+        holders = []
+        for pod in json.loads(response.data)["items"]:
+            containers = pod["spec"].get("containers") or []
+            # An extended resource's request equals its limit; the limit is always set.
+            count = sum(
+                int(((c.get("resources") or {}).get("limits") or {}).get(resource, 0)) for c in containers
+            )
+            if count:
+                holders.append(
+                    GpuHolder(
+                        namespace=pod["metadata"]["namespace"],
+                        name=pod["metadata"]["name"],
+                        labels=pod["metadata"].get("labels") or {},
+                        count=count,
+                    )
+                )
+        return holders
 
     def node_count(self) -> int:
         """How many nodes the cluster has (one small request: the API server counts the rest).

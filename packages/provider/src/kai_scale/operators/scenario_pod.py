@@ -13,6 +13,8 @@ from airflow.sdk.log import mask_secret
 from kubernetes.client import models as k8s
 from kubernetes.client.rest import ApiException
 
+from kai_scale.cluster.setup import SetupError, free_gpus
+from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import scenario_outputs
 from kai_scale.run_id import run_id_of
@@ -117,6 +119,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
         run_id = run_id_of(context["dag_run"])
         self._try_number = try_number = context["ti"].try_number
         keys = scenario_outputs(run_id=run_id, scenario=self.scenario.name, try_number=try_number).by_name()
+        if self._reattachable_pod(context) is None:
+            # Not when a lost worker's runner is still there: its own scenario holds those GPUs.
+            self._free_gpus()
         secret = self._create_output_urls_secret(run_id=run_id, try_number=try_number, keys=keys)
         self.labels = {**self.labels, labels.RUN_ID: labels.label_value(run_id)}
         context["ti"].xcom_push(key=OUTPUTS_XCOM_KEY, value={"try_number": try_number, "keys": keys})
@@ -131,6 +136,19 @@ class ScenarioPodOperator(KubernetesPodOperator):
             context["ti"].xcom_push(key=WINDOW_XCOM_KEY, value=window)
             context["ti"].xcom_push(key=IMAGE_XCOM_KEY, value=self._image_ran())
             self._delete_secret(secret)
+
+    def _reattachable_pod(self, context: Any) -> k8s.V1Pod | None:
+        """A runner pod of an earlier try of this task, which the provider will reattach to."""
+        return self.find_pod(self.namespace, context=context)
+
+    def _free_gpus(self) -> None:
+        cluster = ClusterHook(conn_id=self.settings.kubernetes_conn_id)
+        try:
+            lines = free_gpus(cluster, scenario=self.scenario.name)
+        except SetupError as error:
+            raise AirflowFailException(f"scenario {self.scenario.name} not run: {error}") from error
+        for line in lines:
+            self.log.info("%s", line)
 
     def _create_output_urls_secret(self, *, run_id: str, try_number: int, keys: dict[str, str]) -> str:
         bucket = ResultsBucketHook(aws_conn_id=self.settings.aws_conn_id, bucket=self.settings.results_bucket)
