@@ -19,6 +19,9 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+# The deployment setting the README asks for (Reliability): Kubernetes API calls of the pod operator
+# retried for about 90 s, so an API server restart does not fail a running scenario.
+os.environ["AIRFLOW__WORKERS__API_RETRIES"] = "10"
 
 
 @pytest.fixture(scope="session", autouse=True)
