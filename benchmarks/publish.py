@@ -18,7 +18,6 @@ import statistics
 import tempfile
 import time
 import tracemalloc
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,23 +78,13 @@ def main() -> None:
     environment = LocalEnvironment(Settings.from_environment())
     if not environment.is_up():
         raise SystemExit("the local environment is not running: start it with `make local-up`")
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-bench-"))
-    os.environ.update(environment.exports())
-    from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - Airflow reads the env above
+    with tempfile.TemporaryDirectory(prefix="airflow-bench-") as airflow_home:
+        os.environ.setdefault("AIRFLOW_HOME", airflow_home)
+        os.environ.update(environment.exports())
+        from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - reads the env above
 
-    store = ResultsBucketHook(aws_conn_id="aws_default", bucket=f"kai-scale-bench-{uuid.uuid4().hex[:8]}")
-    store.client.create_bucket(Bucket=store.bucket)
-    try:
-        _measure(store, options)
-    finally:
-        _delete_bucket(store)
-
-
-def _delete_bucket(store: Any) -> None:
-    for page in store.client.get_paginator("list_objects_v2").paginate(Bucket=store.bucket):
-        for item in page.get("Contents", []):
-            store.client.delete_object(Bucket=store.bucket, Key=item["Key"])
-    store.client.delete_bucket(Bucket=store.bucket)
+        with environment.scratch_bucket() as bucket:
+            _measure(ResultsBucketHook(aws_conn_id="aws_default", bucket=bucket), options)
 
 
 def _measure(store: Any, options: argparse.Namespace) -> None:

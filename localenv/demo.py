@@ -24,9 +24,12 @@ from localenv.settings import DEFAULT_BUCKET, Settings
 REPO = Path(__file__).resolve().parents[1]
 
 
-def prepare_airflow(environment: LocalEnvironment) -> None:
-    """Point Airflow at this repository and the local environment; must run before Airflow is imported."""
-    home = environment.config.home / "airflow"
+def prepare_airflow(environment: LocalEnvironment, *, airflow_home: Path | None = None) -> None:
+    """Point Airflow at this repository and the local environment; must run before Airflow is imported.
+
+    :param airflow_home: Airflow's home (its SQLite database); by default under the environment's home.
+    """
+    home = airflow_home or environment.config.home / "airflow"
     os.environ.update(environment.exports())
     os.environ.update(
         {
@@ -37,7 +40,9 @@ def prepare_airflow(environment: LocalEnvironment) -> None:
         }
     )
     airflow = Path(sys.executable).parent / "airflow"
-    subprocess.run([str(airflow), "db", "migrate"], check=True, stdout=subprocess.DEVNULL)
+    migrated = subprocess.run([str(airflow), "db", "migrate"], capture_output=True, text=True, check=False)
+    if migrated.returncode != 0:
+        raise SystemExit(f"airflow db migrate failed (AIRFLOW_HOME={home}):\n{migrated.stderr[-3000:]}")
 
 
 def _duration(outcome: dict[str, Any] | None) -> str:
@@ -60,7 +65,7 @@ def _key_timings(outcome: dict[str, Any] | None) -> str:
 
 def table(summary: dict[str, Any]) -> str:
     """The per-scenario table the demo prints."""
-    rows = [("scenario", "status", "took", "key timings", "reason", "result")]
+    rows = [("scenario", "status", "took", "key timings", "reason", "outcome")]
     for entry in summary["scenarios"]:
         where = f"s3://{DEFAULT_BUCKET}/{entry['outcome_key']}" if entry["outcome_key"] else "-"
         rows.append(
@@ -133,18 +138,24 @@ def run_and_follow(*, node_count: int, log_path: Path) -> tuple[str, str | None]
         child = subprocess.Popen(
             [str(airflow), "dags", "test", DAG_ID, "--conf", conf], stdout=log, stderr=subprocess.STDOUT
         )
-        while True:
-            done = child.poll() is not None
-            run = run or _dag_run_after(started)
-            if run is not None:
-                for task_id, state, seconds in sorted(_finished_tasks(run.run_id)):
-                    if task_id not in printed:
-                        printed.add(task_id)
-                        took = f" ({seconds:.0f} s)" if seconds is not None else ""
-                        print(f"  {state:<16} {task_id}{took}", flush=True)
-            if done:
-                break
-            time.sleep(2)
+        try:
+            while True:
+                done = child.poll() is not None
+                run = run or _dag_run_after(started)
+                if run is not None:
+                    for task_id, state, seconds in sorted(_finished_tasks(run.run_id)):
+                        if task_id not in printed:
+                            printed.add(task_id)
+                            took = f" ({seconds:.0f} s)" if seconds is not None else ""
+                            print(f"  {state:<16} {task_id}{took}", flush=True)
+                if done:
+                    break
+                time.sleep(2)
+        finally:
+            # Ctrl-C or an error while following: the run does not go on unwatched.
+            if child.poll() is None:
+                child.terminate()
+                child.wait(timeout=60)
     if run is None:
         return "failed", None
     final = _dag_run_after(started)

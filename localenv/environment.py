@@ -14,8 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,13 @@ class LocalEnvironment:
                     "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
                     "kind": "KwokctlConfiguration",
                     "options": {"bindAddress": "127.0.0.1", "kubectlBinary": str(config.bin_dir / "kubectl")},
+                    # One instance each, and nothing here restarts a process that exits (a real
+                    # cluster's kubelet restarts its static pods): without an election to lose, they
+                    # outlive an API server restart instead of exiting with it.
+                    "componentsPatches": [
+                        {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
+                        for name in ("kube-controller-manager", "kube-scheduler")
+                    ],
                 }
             )
         )
@@ -296,6 +304,20 @@ class LocalEnvironment:
             aws_secret_access_key=settings.S3_SECRET_KEY,
             region_name=settings.S3_REGION,
         )
+
+    @contextmanager
+    def scratch_bucket(self) -> Iterator[str]:
+        """A bucket of its own (``kai-scale-bench-<random>``) for a benchmark; deleted with its objects."""
+        s3 = self.s3_client()
+        bucket = f"kai-scale-bench-{uuid.uuid4().hex[:8]}"
+        s3.create_bucket(Bucket=bucket)
+        try:
+            yield bucket
+        finally:
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                for item in page.get("Contents", []):
+                    s3.delete_object(Bucket=bucket, Key=item["Key"])
+            s3.delete_bucket(Bucket=bucket)
 
     def _create_bucket(self) -> None:
         s3 = self.s3_client()

@@ -9,23 +9,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 # Run in a fresh interpreter: the plugin manager loads once per process, and the test must see the
 # modules it adds to sys.modules, nothing else.
 LOAD_PLUGINS = """
 import json, sys
-before = set(sys.modules)
+from pathlib import Path
 from airflow import plugins_manager
 plugins_manager.ensure_plugins_loaded()
-folder = sys.argv[1]
-loaded = {
-    name: getattr(module, "__file__", None) or ""
-    for name, module in sys.modules.items()
-    if name not in before and "." not in name
+folder = Path(sys.argv[1]).resolve()
+top_level = {
+    name: Path(module.__file__).resolve()
+    for name, module in list(sys.modules.items())
+    if "." not in name and getattr(module, "__file__", None)
 }
 print(json.dumps({
-    "from_folder": sorted(name for name, path in loaded.items() if path.startswith(folder)),
+    "from_folder": sorted(name for name, path in top_level.items() if path.is_relative_to(folder)),
     "plugins": sorted(plugin.name for plugin in plugins_manager._get_plugins()[0]),
 }))
 """
@@ -51,9 +53,10 @@ def test_only_the_plugin_module_is_imported_from_plugins() -> None:
     assert "kai_scale_views" in loaded["plugins"]
 
 
-def test_a_stray_module_in_plugins_would_be_caught(tmp_path: Path) -> None:
-    """The check above sees what the plugin manager imports: a file named like a stdlib module is."""
+@pytest.mark.parametrize("stray", ["profile", "json"])
+def test_a_stray_module_in_plugins_would_be_caught(tmp_path: Path, stray: str) -> None:
+    """The check above sees what the plugin manager imports, also a name Python had loaded already."""
     shutil.copytree(REPO / "plugins", tmp_path / "plugins")
-    (tmp_path / "plugins" / "profile.py").write_text("SHADOWS_THE_STANDARD_LIBRARY = True\n")
+    (tmp_path / "plugins" / f"{stray}.py").write_text("SHADOWS_THE_STANDARD_LIBRARY = True\n")
     loaded = _load_plugins(tmp_path / "plugins")
-    assert "profile" in loaded["from_folder"]
+    assert stray in loaded["from_folder"]

@@ -11,10 +11,13 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from localenv.environment import LocalEnvironment
+from localenv.settings import DEFAULT_BUCKET
 from tests.conftest import REPO
 
 BENCHMARKS = REPO / "benchmarks"
@@ -44,6 +47,12 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
+def _objects(s3: Any, bucket: str) -> dict[str, str]:
+    """Every object of the bucket and its ETag."""
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+    return {item["Key"]: item["ETag"] for page in pages for item in page.get("Contents", [])}
+
+
 def test_every_benchmark_script_has_a_smoke_test() -> None:
     smoked = {"dag_parse.py", "publish.py", "load_generator.py", "pipeline_overhead.py", "local_env.py"}
     assert {path.name for path in BENCHMARKS.glob("*.py")} == smoked
@@ -62,17 +71,23 @@ def test_publish_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnviron
 
 
 def test_load_generator(local_env: LocalEnvironment) -> None:
+    pool = yaml.safe_load(local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "yaml"))
     try:
         output = _run("load_generator.py", "--nodes", "2", "--pods-per-node", "1", "--timeout", "150")
     finally:
-        local_env.scale_node_pool(0)
+        local_env.scale_node_pool(int(pool["spec"]["nodeCount"]))
     assert "pods (2 nodes)" in output
 
 
 @pytest.mark.usefixtures("airflow_on_local_env")
-def test_pipeline_overhead(local_env: LocalEnvironment) -> None:
+def test_pipeline_overhead_leaves_the_environments_history_alone(local_env: LocalEnvironment) -> None:
+    s3 = local_env.s3_client()
+    history_before = _objects(s3, DEFAULT_BUCKET)
     output = _run("pipeline_overhead.py", "--node-count", "2", env=local_env.exports(), timeout=900)
     assert "overhead outside runner pods" in output
+    assert _objects(s3, DEFAULT_BUCKET) == history_before
+    buckets = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
+    assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 
 
 def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kai_scale.hooks.prometheus import PrometheusClient, PrometheusError
 from kai_scale.metrics.collection import Window, collect_scenario
 from kai_scale.metrics.profile import MetricsProfile, load_profile
+from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.metrics.run_metrics import collect_run_metrics
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.scenario import Scenario

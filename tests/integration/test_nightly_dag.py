@@ -254,7 +254,7 @@ def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     assert states["tear_down_environment"] == "success"
     (entry,) = _summary(dag_run)["scenarios"]
     assert entry["status"] == "failure"
-    assert "produced no result" in entry["reason"]
+    assert "produced no outcome" in entry["reason"]
 
 
 @pytest.mark.usefixtures("fake_kai")

@@ -14,12 +14,15 @@ from tests.conftest import REPO
 
 UV = Path(sys.executable).parent / "uv"
 RUNNER_LOCK = REPO / "packages" / "runner" / "requirements.txt"
-RUNNER_MODULES = ("cli", "ginkgo", "ginkgo_results", "kai_detection", "throughput", "uploads", "workload")
-IMPORT_ALL = f"""
-import json, sys
-for name in {RUNNER_MODULES!r}:
-    __import__("kai_scale_runner." + name)
-print(json.dumps(sorted({{name.split(".")[0] for name in sys.modules}})))
+# Every module of the two distributions the runner image installs, found by walking them, so a new
+# module (or one imported lazily) is checked too.
+IMPORT_ALL = """
+import importlib, json, pkgutil, sys
+import kai_scale_model, kai_scale_runner
+for package in (kai_scale_model, kai_scale_runner):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(module.name)
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 
 

@@ -67,3 +67,23 @@ def test_dockerfiles_exist_and_the_runner_image_is_the_one_the_local_node_runs()
     assert "go test -c" in runner
     mapped = {image.repository: image.entrypoint for image in load_mapping()}
     assert mapped[DEFAULT_RUNNER_IMAGE] == ("kai-scale-runner",)
+
+
+def test_the_runner_image_installs_only_the_runner_and_the_model() -> None:
+    runner = (REPO / "docker" / "runner" / "Dockerfile").read_text()
+    copied = [
+        line.split()[1] for line in runner.splitlines() if line.startswith("COPY ") and "--from" not in line
+    ]
+    assert copied == ["packages/runner/requirements.txt", "packages/model", "packages/runner"]
+    assert "pip check" in runner
+
+
+def test_the_airflow_image_installs_the_provider_over_the_pipeline_lock() -> None:
+    airflow = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
+    copied = [line.split()[-2] for line in airflow.splitlines() if line.startswith("COPY ")]
+    assert copied == ["requirements.txt", "packages/model", "packages/provider"]
+
+
+def test_build_leftovers_stay_out_of_the_images() -> None:
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert {"**/build", "**/*.egg-info", "**/__pycache__", ".venv"} <= set(ignored)

@@ -70,7 +70,7 @@ def test_entries_when_the_runner_left_nothing_or_garbage() -> None:
     no_result = scenario_entry(
         scenario="a", selected=True, outputs=OUTPUTS, outcome_text=None, ginkgo_report_exists=False
     )
-    assert "produced no result" in (no_result.reason or "")
+    assert "produced no outcome" in (no_result.reason or "")
     assert no_result.ginkgo_report_key is None
     truncated = scenario_entry(
         scenario="a", selected=True, outputs=OUTPUTS, outcome_text="{", ginkgo_report_exists=False

@@ -1,7 +1,7 @@
 """Durations written the way Go and Kubernetes users write them: ``90m``, ``1h30m``, ``45s``.
 
-Parsing is ``durationpy``'s (Go's grammar, plus ``d`` for days); this module keeps the one error message
-a user sees for every duration field.
+Parsing is ``durationpy``'s: Go's grammar, more lenient (it also takes ``d``, ``w`` and ``y`` units and
+spaces between parts); this module keeps the one error message a user sees for every duration field.
 """
 
 from __future__ import annotations

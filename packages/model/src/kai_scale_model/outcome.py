@@ -11,7 +11,7 @@ STATUSES: tuple[str, ...] = ("success", "failure", "skipped")
 
 
 class OutcomeError(ValueError):
-    """A result document that cannot be read back; the message says what is wrong with it."""
+    """An outcome.json that cannot be read back; the message says what is wrong with it."""
 
 
 @dataclass(frozen=True, kw_only=True)

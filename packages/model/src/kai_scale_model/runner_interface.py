@@ -17,6 +17,9 @@ NAMESPACE_ENV = "POD_NAMESPACE"
 OUTPUT_URLS_ENV = "KAI_SCALE_OUTPUT_URLS"
 """A JSON object: output name -> presigned PUT URL."""
 
+PIPELINE_ENV = (SCENARIO_ENV, NODE_COUNT_ENV, RUN_ID_ENV, NAMESPACE_ENV, OUTPUT_URLS_ENV)
+"""The variables the pipeline sets on a runner pod: a scenario file cannot override them."""
+
 OUTCOME = "outcome"
 """The scenario outcome, ``outcome.json`` (``kai_scale_model.outcome.ScenarioOutcome``)."""
 GINKGO_REPORT = "ginkgo-report"

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from kai_scale_model.durations import format_duration, parse_duration
 from kai_scale_model.metric_query import MetricQuery
+from kai_scale_model.runner_interface import PIPELINE_ENV
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$"
 
@@ -103,7 +104,7 @@ class Scenario(_Strict):
     @field_validator("env")
     @classmethod
     def _env_does_not_override_the_pipeline(cls, value: dict[str, str]) -> dict[str, str]:
-        reserved = sorted(set(value) & {"NODE_COUNT", "KAI_SCALE_OUTPUT_URLS", "KAI_SCALE_SCENARIO"})
+        reserved = sorted(set(value) & set(PIPELINE_ENV))
         if reserved:
             raise ValueError(f"{', '.join(reserved)} are set by the pipeline and cannot be overridden")
         return value

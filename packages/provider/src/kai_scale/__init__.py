@@ -42,7 +42,7 @@ def get_provider_info() -> dict[str, Any]:
                     "hidden-fields": ["login", "extra"],
                     "relabeling": {
                         "host": "URL or host",
-                        "schema": "Path prefix",
+                        "schema": "Scheme (http, https) or path prefix",
                         "password": "Bearer token",
                     },
                     "placeholders": {

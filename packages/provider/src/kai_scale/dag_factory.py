@@ -110,7 +110,9 @@ def build_nightly_dag(
         @task(retries=SETUP_RETRIES)
         def tear_down_environment(**context: Any) -> list[str]:
             """Remove what the run created and scale the NodePool back; runs after failures too."""
-            return cluster_tasks.tear_down_environment(settings, setup_group=SETUP_GROUP, context=context)
+            return cluster_tasks.tear_down_environment(
+                settings=settings, setup_group=SETUP_GROUP, context=context
+            )
 
         teardown = tear_down_environment()
         setups[-1] >> scenario_tasks >> collect_metrics() >> publish_results() >> teardown
@@ -128,47 +130,47 @@ def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XC
     @task(task_id=cluster_tasks.CHECK_CLUSTER_TASK)
     def check_cluster(**context: Any) -> dict[str, Any]:
         """Refuse bad parameters; check the cluster answers and take stock of what is installed."""
-        return cluster_tasks.check_cluster(settings, names, context["params"])
+        return cluster_tasks.check_cluster(settings=settings, scenario_names=names, params=context["params"])
 
     @task
     def install_kwok() -> list[str]:
         """KWOK and its stages (pod-complete removed)."""
-        return cluster_tasks.install_kwok(settings)
+        return cluster_tasks.install_kwok(settings=settings)
 
     @task
     def prepare_runner_access() -> list[str]:
         """Namespace, ServiceAccount and RBAC of the runner pods."""
-        return cluster_tasks.prepare_runner_access(settings)
+        return cluster_tasks.prepare_runner_access(settings=settings)
 
     @task
     def size_node_pool(**context: Any) -> list[str]:
         """kwok-operator and managed-nodepool sized for the run."""
-        return cluster_tasks.size_node_pool(settings, context["params"])
+        return cluster_tasks.size_node_pool(settings=settings, params=context["params"])
 
     @task
     def install_fake_gpu_operator() -> list[str]:
         """The fake GPU operator, which reports GPUs on the KWOK nodes."""
-        return cluster_tasks.install_fake_gpu_operator(settings)
+        return cluster_tasks.install_fake_gpu_operator(settings=settings)
 
     @task
     def install_monitoring() -> list[str]:
         """kube-prometheus-stack and Pyroscope."""
-        return cluster_tasks.install_monitoring(settings)
+        return cluster_tasks.install_monitoring(settings=settings)
 
     @task
     def install_service_monitors() -> list[str]:
         """ServiceMonitors for KAI's scheduler and binder."""
-        return cluster_tasks.install_service_monitors(settings)
+        return cluster_tasks.install_service_monitors(settings=settings)
 
     @task
     def tune_kai() -> list[str]:
         """KAI tuned for scale: consolidation off, high binder concurrency, service resources."""
-        return cluster_tasks.tune_kai(settings)
+        return cluster_tasks.tune_kai(settings=settings)
 
     @task
     def wait_for_nodes(**context: Any) -> list[str]:
         """All nodes of the NodePool Ready with GPUs."""
-        return cluster_tasks.wait_for_nodes(settings, context["params"])
+        return cluster_tasks.wait_for_nodes(settings=settings, params=context["params"])
 
     return [
         check_cluster(),

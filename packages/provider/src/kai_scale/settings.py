@@ -21,7 +21,7 @@ class PipelineSettings:
     aws_conn_id: str
     """Airflow connection of the results bucket (may carry an ``endpoint_url``)."""
     prometheus_conn_id: str
-    """Airflow HTTP connection of the Prometheus that watches the target cluster."""
+    """Airflow connection (type ``prometheus``) of the Prometheus that watches the target cluster."""
     results_bucket: str
     """Bucket of the run outputs and the published results."""
     results_prefix: str

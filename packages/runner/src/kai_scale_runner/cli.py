@@ -111,7 +111,7 @@ def _remove_workload_pods(*, scenario: Scenario, namespace: str, run_id: str) ->
     try:
         remove_workload_pods(scenario=scenario, namespace=namespace, run_id=run_id)
     except Exception as error:  # the outcome is uploaded: teardown removes the pods by their labels
-        log.warning(f"removing the workload pods failed (teardown removes them by label): {error}")
+        log.warning("removing the workload pods failed (teardown removes them by label): %s", error)
     else:
         log.info("workload pods removed")
 
@@ -151,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario, node_count, run_id, namespace, urls = _inputs()
     except ValueError as error:
-        log.error(f"kai-scale-runner: bad input: {error}")
+        log.error("kai-scale-runner: bad input: %s", error)
         return 2
     workdir = options.workdir or Path(tempfile.mkdtemp(prefix="kai-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    log.info(f"scenario {scenario.name} ({scenario.kind}) on {node_count} nodes, run {run_id}")
+    log.info("scenario %s (%s) on %s nodes, run %s", scenario.name, scenario.kind, node_count, run_id)
     started_at = _now()
     try:
         outcome = run_scenario(
@@ -176,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         uploaded = uploads.upload_all(files=files, urls=urls)
     except uploads.UploadError as error:
-        log.error(f"scenario {scenario.name}: failure: outputs not uploaded: {error}")
+        log.error("scenario %s: failure: outputs not uploaded: %s", scenario.name, error)
         return 1
-    log.info(f"uploaded outputs: {', '.join(uploaded)}")
+    log.info("uploaded outputs: %s", ", ".join(uploaded))
     if not isinstance(scenario.run, GinkgoRun):
         # After the upload: a slow removal must never cost the measurement.
         _remove_workload_pods(scenario=scenario, namespace=namespace, run_id=run_id)

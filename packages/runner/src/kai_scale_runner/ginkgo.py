@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from kai_scale_model.runner_interface import GINKGO_REPORT, output_file
+from kai_scale_model.runner_interface import GINKGO_REPORT, NODE_COUNT_ENV, output_file
 from kai_scale_model.scenario import GinkgoRun, Scenario
 from kai_scale_runner.ginkgo_results import SuiteVerdict, verdict
 
@@ -60,7 +60,7 @@ def run_suite(
         return 127, SuiteVerdict(status="failure", reason=reason, tests=())
     argv = suite_argv(suite_binary=suite_binary, run=run, scenario=scenario, workdir=workdir)
     log.info("running: %s", " ".join(argv))
-    env = {**os.environ, **scenario.env, "NODE_COUNT": str(node_count)}
+    env = {**os.environ, **scenario.env, NODE_COUNT_ENV: str(node_count)}
     exit_code = subprocess.run(argv, cwd=workdir, env=env, check=False).returncode
     return exit_code, verdict(
         exit_code=exit_code,

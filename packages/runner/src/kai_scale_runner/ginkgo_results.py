@@ -53,12 +53,6 @@ def spec_reports(report_text: str | None) -> tuple[list[dict[str, Any]], str | N
         return [], f"the Ginkgo JSON report is unreadable (truncated?): {error}"
 
 
-def failed_specs(report_text: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """Failed spec reports from the Ginkgo JSON report, and a problem description if it is unreadable."""
-    specs, problem = spec_reports(report_text)
-    return [spec for spec in specs if spec.get("State") in FAILED_STATES], problem
-
-
 def ran_specs(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The specs that ran: ``It`` nodes (suite setup nodes left out) that were not skipped or pending."""
     return [

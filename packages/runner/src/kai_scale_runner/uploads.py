@@ -9,7 +9,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from kai_scale_model.runner_interface import OUTPUT_URLS_ENV
+from kai_scale_model.runner_interface import OUTCOME, OUTPUT_URLS_ENV, OUTPUTS
 
 ATTEMPTS = 5
 # Every output is JSON; the task presigns its URLs for this Content-Type, which the signature covers.
@@ -30,6 +30,13 @@ def parse_output_urls(raw: str | None) -> dict[str, str]:
         raise ValueError(f"{OUTPUT_URLS_ENV} is not JSON: {error}") from error
     if not isinstance(urls, dict) or not all(isinstance(v, str) for v in urls.values()):
         raise ValueError(f"{OUTPUT_URLS_ENV} must be a JSON object of name -> URL")
+    # A pipeline and a runner image of different versions must not pass each other by in silence.
+    unknown = sorted(set(urls) - set(OUTPUTS))
+    if unknown or OUTCOME not in urls:
+        raise ValueError(
+            f"{OUTPUT_URLS_ENV} names outputs {sorted(urls)}, this runner writes {list(OUTPUTS)} "
+            f"(unknown: {unknown}; '{OUTCOME}' required): the runner image and the pipeline differ in version"
+        )
     return urls
 
 

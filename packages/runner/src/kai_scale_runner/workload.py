@@ -234,10 +234,10 @@ async def _run(
         )
         created = time.monotonic()
         create_rate = pods / max(created - started, 1e-9)
-        log.info(f"created {pods} pods in {created - started:.1f} s ({create_rate:.0f} pods/s)")
+        log.info("created %s pods in %.1f s (%.0f pods/s)", pods, created - started, create_rate)
         await watcher
         if len(scheduled_at) < pods:
-            log.info(f"only {len(scheduled_at)} of {pods} pods scheduled before the deadline")
+            log.info("only %s of %s pods scheduled before the deadline", len(scheduled_at), pods)
         stats = throughput(started=started, scheduled_at=list(scheduled_at.values()))
     all_scheduled = len(scheduled_at) == pods
     details = {

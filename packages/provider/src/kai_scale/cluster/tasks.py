@@ -27,7 +27,9 @@ def _cluster(settings: PipelineSettings) -> ClusterHook:
     return ClusterHook(conn_id=settings.kubernetes_conn_id)
 
 
-def check_cluster(settings: PipelineSettings, scenario_names: Sequence[str], params: Any) -> dict[str, Any]:
+def check_cluster(
+    *, settings: PipelineSettings, scenario_names: Sequence[str], params: Any
+) -> dict[str, Any]:
     """Refuse bad parameters; check the cluster answers and take stock of what is installed."""
     check_params(params, scenario_names=scenario_names)
     inventory = setup.preflight(_cluster(settings))
@@ -35,18 +37,18 @@ def check_cluster(settings: PipelineSettings, scenario_names: Sequence[str], par
     return inventory.to_dict()
 
 
-def install_kwok(settings: PipelineSettings) -> list[str]:
+def install_kwok(*, settings: PipelineSettings) -> list[str]:
     """KWOK and its stages (pod-complete removed)."""
     installs = setup.load_installs(settings.include_dir)
     return _logged(setup.install_kwok(_cluster(settings), installs=installs))
 
 
-def prepare_runner_access(settings: PipelineSettings) -> list[str]:
+def prepare_runner_access(*, settings: PipelineSettings) -> list[str]:
     """Namespace, ServiceAccount and RBAC of the runner pods."""
     return _logged(setup.prepare_runner_access(_cluster(settings), include_dir=settings.include_dir))
 
 
-def size_node_pool(settings: PipelineSettings, params: Any) -> list[str]:
+def size_node_pool(*, settings: PipelineSettings, params: Any) -> list[str]:
     """kwok-operator and managed-nodepool sized for the run."""
     return _logged(
         setup.size_node_pool(
@@ -58,7 +60,7 @@ def size_node_pool(settings: PipelineSettings, params: Any) -> list[str]:
     )
 
 
-def install_fake_gpu_operator(settings: PipelineSettings) -> list[str]:
+def install_fake_gpu_operator(*, settings: PipelineSettings) -> list[str]:
     """The fake GPU operator, which reports GPUs on the KWOK nodes."""
     return _logged(
         setup.install_fake_gpu_operator(
@@ -69,28 +71,28 @@ def install_fake_gpu_operator(settings: PipelineSettings) -> list[str]:
     )
 
 
-def install_monitoring(settings: PipelineSettings) -> list[str]:
+def install_monitoring(*, settings: PipelineSettings) -> list[str]:
     """kube-prometheus-stack and Pyroscope."""
     installs = setup.load_installs(settings.include_dir)
     return _logged(setup.install_monitoring(_cluster(settings), installs=installs))
 
 
-def install_service_monitors(settings: PipelineSettings) -> list[str]:
+def install_service_monitors(*, settings: PipelineSettings) -> list[str]:
     """ServiceMonitors for KAI's scheduler and binder."""
     return _logged(setup.install_service_monitors(_cluster(settings), include_dir=settings.include_dir))
 
 
-def tune_kai(settings: PipelineSettings) -> list[str]:
+def tune_kai(*, settings: PipelineSettings) -> list[str]:
     """KAI tuned for scale: consolidation off, high binder concurrency, service resources."""
     return _logged(setup.tune_kai(_cluster(settings), include_dir=settings.include_dir))
 
 
-def wait_for_nodes(settings: PipelineSettings, params: Any) -> list[str]:
+def wait_for_nodes(*, settings: PipelineSettings, params: Any) -> list[str]:
     """All nodes of the NodePool Ready with GPUs."""
     return _logged(setup.wait_for_nodes(_cluster(settings), node_count=params["node_count"]))
 
 
-def tear_down_environment(settings: PipelineSettings, *, setup_group: str, context: Any) -> list[str]:
+def tear_down_environment(*, settings: PipelineSettings, setup_group: str, context: Any) -> list[str]:
     """Remove what the run created and scale the NodePool back; runs after failures too."""
     # Pulled, not passed: a failed preflight leaves no inventory, and teardown must still run.
     inventory = context["ti"].xcom_pull(task_ids=f"{setup_group}.{CHECK_CLUSTER_TASK}")

@@ -1,1 +1,1 @@
-"""Hooks: the only modules that talk to the cluster, the bucket or helm."""
+"""Hooks: the Airflow connections of the cluster, the results bucket and Prometheus, and their I/O."""

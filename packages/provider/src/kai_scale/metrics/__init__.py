@@ -1,1 +1,1 @@
-"""Prometheus metrics of each scenario's window: the query profile, the client, summaries."""
+"""Prometheus metrics of each scenario's window: the query profile, the API client, summaries."""

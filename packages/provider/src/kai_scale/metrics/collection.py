@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kai_scale.hooks.prometheus import PrometheusClient, PrometheusError, Series
+from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError, Series
 from kai_scale.metrics.summaries import summarize
 from kai_scale_model.metric_query import MetricQuery
 

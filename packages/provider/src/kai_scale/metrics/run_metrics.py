@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from kai_scale.hooks.prometheus import PrometheusClient, PrometheusError
 from kai_scale.metrics.collection import (
     Window,
     collect_scenario,
@@ -18,6 +17,7 @@ from kai_scale.metrics.collection import (
     missing_scenario,
 )
 from kai_scale.metrics.profile import MetricsProfile
+from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.scenario import Scenario
 

@@ -56,7 +56,7 @@ def collect_metrics(
         profile=profile,
         scenarios=selected,
         windows=windows,
-        connect=PrometheusHook(settings.prometheus_conn_id).get_conn,
+        connect=PrometheusHook(prometheus_conn_id=settings.prometheus_conn_id).get_conn,
     )
     with bucket.errors_named(f"write {key}"):
         bucket.write_text(key=key, text=json.dumps(document))

@@ -48,7 +48,7 @@ class PublishedRun:
 
 
 def publish_run(
-    store: ResultsBucketHook,
+    bucket: ResultsBucketHook,
     *,
     prefix: str,
     run_id: str,
@@ -69,18 +69,18 @@ def publish_run(
         with tempfile.SpooledTemporaryFile(max_size=REPORT_MEMORY_BYTES) as report:
             problems = merge_reports(
                 ginkgo_report_keys,
-                lambda scenario: store.read_bytes(key) if (key := ginkgo_report_keys[scenario]) else None,
+                lambda scenario: bucket.read_bytes(key) if (key := ginkgo_report_keys[scenario]) else None,
                 report,
             )
             report.seek(0)
-            store.upload(key=keys.ginkgo_report, fileobj=report)
-        store.write_text(key=keys.metrics, text=metrics_text)
-        store.write_text(key=keys.results, text=json.dumps(results, indent=2))
+            bucket.upload(key=keys.ginkgo_report, fileobj=report)
+        bucket.write_text(key=keys.metrics, text=metrics_text)
+        bucket.write_text(key=keys.results, text=json.dumps(results, indent=2))
         # Last: the entry points at objects that are already there.
-        attempts = append_to_manifest(store, key=manifest_key(prefix), entry=entry, sleep=sleep)
+        attempts = append_to_manifest(bucket, key=manifest_key(prefix), entry=entry, sleep=sleep)
     except (BotoCoreError, ClientError) as error:
         raise PublishError(
-            f"could not publish run {run_id} to s3://{store.bucket}/{prefix}: {error}. "
+            f"could not publish run {run_id} to s3://{bucket.bucket}/{prefix}: {error}. "
             f"Its manifest entry was not written (the manifest is written last and only whole); "
             "check the bucket, its endpoint and the credentials of the AWS connection, then clear this task"
         ) from error
@@ -90,7 +90,7 @@ def publish_run(
 
 
 def append_to_manifest(
-    store: ResultsBucketHook,
+    bucket: ResultsBucketHook,
     *,
     key: str,
     entry: Mapping[str, Any],
@@ -102,10 +102,10 @@ def append_to_manifest(
     A manifest that does not parse raises ManifestError and is left as it is.
     """
     for attempt in range(1, attempts + 1):
-        current = store.read_versioned(key)
+        current = bucket.read_versioned(key)
         manifest = parse_manifest(current.body, key=key) if current else empty_manifest()
         try:
-            store.write_conditionally(
+            bucket.write_conditionally(
                 key=key,
                 text=manifest_text(upsert_run(manifest, entry)),
                 etag=current.etag if current else None,

@@ -72,7 +72,7 @@ def scenario_entry(
             **common,
             status="failure",
             outcome=None,
-            reason="the runner pod produced no result (it did not start, or was stopped); "
+            reason="the runner pod produced no outcome (it did not start, or was stopped); "
             "see the scenario's task log",
         )
     try:
