@@ -54,8 +54,20 @@ def _objects(s3: Any, bucket: str) -> dict[str, str]:
 
 
 def test_every_benchmark_script_has_a_smoke_test() -> None:
-    smoked = {"dag_parse.py", "publish.py", "load_generator.py", "pipeline_overhead.py", "local_env.py"}
+    smoked = {
+        "dag_parse.py",
+        "publish.py",
+        "load_generator.py",
+        "pipeline_overhead.py",
+        "local_env.py",
+        "change_points.py",
+    }
     assert {path.name for path in BENCHMARKS.glob("*.py")} == smoked
+
+
+def test_change_points() -> None:
+    output = _run("change_points.py", "--trials", "2")
+    assert "false flags" in output
 
 
 def test_dag_parse() -> None:

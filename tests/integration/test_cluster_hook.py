@@ -6,8 +6,10 @@ import re
 
 import pytest
 
+from kai_scale.cluster import setup as cluster_setup
 from kai_scale.hooks.cluster import ClusterHook
 from localenv.environment import LocalEnvironment
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
@@ -30,3 +32,31 @@ def test_waiting_for_nodes_lists_once_then_watches(local_env: LocalEnvironment) 
     assert (total, ready) == (0, 0)
     # A poll every 2 s would have listed about six times; other clients may add one.
     assert lists <= 2, f"{lists} node LISTs while waiting 12 s"
+
+
+RUNNER = "system:serviceaccount:kai-scale:kai-scale-runner"
+
+
+@pytest.mark.parametrize(
+    ("verb", "resource", "namespace", "allowed"),
+    [
+        ("create", "pods", "kai-scale", True),  # the workload
+        ("deletecollection", "pods", "kai-scale", True),
+        ("create", "pods", "default", False),  # nothing outside its own namespace
+        ("create", "deployments", "kai-scale", False),  # nor kinds nobody uses
+        ("create", "daemonsets", "kube-system", False),
+        ("get", "secrets", "kai-scale", False),  # not even its own upload URLs' Secrets
+        ("update", "configmaps/topology", "gpu-operator", True),  # the suite sets the GPU count
+        ("update", "configmaps/other", "gpu-operator", False),
+        ("create", "jobs.batch", "kai-queue-x", True),
+    ],
+)
+def test_the_runner_may_do_what_the_workload_and_the_suite_do_and_no_more(
+    local_env: LocalEnvironment, verb: str, resource: str, namespace: str | None, allowed: bool
+) -> None:
+    cluster_setup.prepare_runner_access(
+        ClusterHook(conn_id="kubernetes_default"), include_dir=REPO / "include"
+    )
+    scope = ["-n", namespace] if namespace else []
+    answer = local_env.kubectl("auth", "can-i", verb, resource, *scope, f"--as={RUNNER}", check=False)
+    assert answer.strip() == ("yes" if allowed else "no")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
+import random
 import threading
 import urllib.parse
 import uuid
@@ -17,6 +18,8 @@ from kai_scale.hooks.results_bucket import ObjectChanged, ResultsBucketHook
 from kai_scale.object_keys import manifest_key
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
+from kai_scale.publishing.verdicts_step import judge_run
+from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
@@ -53,6 +56,7 @@ def _publish(store: ResultsBucketHook, prefix: str, run_id: str, **overrides: An
         "results": _results(run_id),
         "metrics_text": json.dumps({"run_id": run_id, "scenarios": {}}),
         "ginkgo_report_keys": {},
+        "verdicts": {"run_id": run_id, "verdict": "pass", "reasons": [], "tests": {}},
         "entry": _entry(run_id, prefix),
     }
     return publish_run(store, **{**arguments, **overrides})
@@ -209,3 +213,57 @@ def test_transient_s3_errors_are_retried(
         server.server_close()
     assert _FlakyS3.requests >= 10, "every request went through the flaky endpoint"
     assert [run["run_id"] for run in _manifest(_store(), prefix)["runs"]] == ["r1"]
+
+
+def _fill(seconds: float) -> list[dict[str, Any]]:
+    return [
+        {
+            "test_name": "Fill Cluster with single GPU Jobs",
+            "status": "success",
+            "details": {"nodes": 500, "time": f"{seconds:.1f}s"},
+        }
+    ]
+
+
+def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() -> None:
+    """Thirty nights of ~400 s Fill Cluster times at 500 nodes, then three at ~480 s (+20 %)."""
+    store = _store()
+    prefix = f"test-{uuid.uuid4().hex[:8]}/Public/"
+    noise = random.Random(7)
+    times = [400 * (1 + noise.uniform(-0.05, 0.05)) for _ in range(30)] + [480.0, 484.0]
+    for night, seconds in enumerate(times):
+        run_id = f"2026{night:04d}-scheduled"
+        entry = {
+            **_entry(run_id, prefix),
+            "timestamp": f"2026-09-{1 + night // 24:02d}T{night % 24:02d}:00:00Z",
+            "node_count": 500,
+        }
+        results = {"metadata": {}, "results": {"status": "success", "tests": _fill(seconds)}}
+        _publish(store, prefix, run_id, results=results, entry=entry)
+    scenario = Scenario.model_validate(
+        {
+            "name": "sanity-fill-cluster",
+            "description": "fill",
+            "timeout": "90m",
+            "run": {"kind": "ginkgo", "focus": "Fill"},
+            "thresholds": [{"test_name": "Fill Cluster with single GPU Jobs", "detail": "time", "max": "7m"}],
+        }
+    )
+
+    verdicts = judge_run(
+        store,
+        prefix=prefix,
+        run_id="20260099-scheduled",
+        node_count=500,
+        scenarios=[scenario],
+        tests=_fill(490.0),
+        include_dir="include",
+    )
+
+    assert verdicts["verdict"] == "threshold", verdicts["reasons"]  # 490 s breaches max 7m (420 s)
+    detail = verdicts["tests"]["Fill Cluster with single GPU Jobs"]["time"]
+    assert detail["threshold"]["status"] == "breach"
+    assert detail["change_point"]["better"] == "lower"
+    assert detail["change_point"]["p_value"] <= 0.001
+    assert detail["comparison"]["previous"] == 484.0
+    assert any("regressed since run" in reason for reason in verdicts["reasons"])

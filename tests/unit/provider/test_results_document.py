@@ -149,6 +149,7 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         metadata=with_commit,
         status="success",
         airflow_run_id="m",
+        verdict="pass",
     )
     assert entry["commit"] == "0123456789abcdef"
     assert entry["path"] == "Public/r/results.json"
@@ -159,6 +160,7 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         metadata=METADATA,
         status="failure",
         airflow_run_id="m",
+        verdict="pass",
     )
     assert without["commit"] == "v0.9.0"
 

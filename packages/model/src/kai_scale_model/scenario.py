@@ -61,12 +61,19 @@ class Resources(_Strict):
 
 
 class Threshold(_Strict):
-    """A bound on one numeric detail of one test's result (checked by the results stage)."""
+    """A bound on one numeric or duration detail of one test entry (checked when the run is published)."""
 
     test_name: str
     detail: str
-    max: float | None = None
-    min: float | None = None
+    max: float | str | None = Field(default=None, description="a number, or a duration like 6m30s")
+    min: float | str | None = Field(default=None, description="a number, or a duration like 6m30s")
+
+    @field_validator("max", "min")
+    @classmethod
+    def _bound_is_a_number_or_a_duration(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, str):
+            parse_duration(value)  # raises the message a user sees for every duration
+        return value
 
 
 class Scenario(_Strict):

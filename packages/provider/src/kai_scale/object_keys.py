@@ -60,6 +60,8 @@ class PublishedKeys:
     """``ginkgo-report.json``, the scenarios' Ginkgo reports merged."""
     metrics: str
     """``metrics.json``, per scenario."""
+    verdicts: str
+    """``verdicts.json``: thresholds, change points and the comparison with the previous run."""
 
 
 def published_keys(*, prefix: str, run_id: str) -> PublishedKeys:
@@ -69,7 +71,13 @@ def published_keys(*, prefix: str, run_id: str) -> PublishedKeys:
         results=f"{base}/results.json",
         ginkgo_report=f"{base}/ginkgo-report.json",
         metrics=f"{base}/metrics.json",
+        verdicts=f"{base}/verdicts.json",
     )
+
+
+def acknowledgements_key(prefix: str) -> str:
+    """Change points people acknowledged, ``<prefix>acknowledgements.json`` (written by people)."""
+    return f"{prefix}acknowledgements.json"
 
 
 def manifest_key(prefix: str) -> str:

@@ -54,6 +54,7 @@ def publish_run(
     run_id: str,
     results: Mapping[str, Any],
     metrics_text: str,
+    verdicts: Mapping[str, Any],
     ginkgo_report_keys: Mapping[str, str | None],
     entry: Mapping[str, Any],
     sleep: Callable[[float], None] = time.sleep,
@@ -75,6 +76,7 @@ def publish_run(
             report.seek(0)
             bucket.upload(key=keys.ginkgo_report, fileobj=report)
         bucket.write_text(key=keys.metrics, text=metrics_text)
+        bucket.write_text(key=keys.verdicts, text=json.dumps(verdicts, indent=2))
         bucket.write_text(key=keys.results, text=json.dumps(results, indent=2))
         # Last: the entry points at objects that are already there.
         attempts = append_to_manifest(bucket, key=manifest_key(prefix), entry=entry, sleep=sleep)

@@ -100,7 +100,7 @@ def results_document(*, metadata: RunMetadata, entries: Sequence[ScenarioEntry])
 
 
 def manifest_entry(
-    *, run_id: str, results_key: str, metadata: RunMetadata, status: str, airflow_run_id: str
+    *, run_id: str, results_key: str, metadata: RunMetadata, status: str, airflow_run_id: str, verdict: str
 ) -> dict[str, Any]:
     """The run's entry in manifest.json; ``path`` is relative to the bucket root, as the dashboard reads it.
 
@@ -115,4 +115,6 @@ def manifest_entry(
         "node_count": metadata.kwok_node_count,
         "kai_ref": metadata.kai_scheduler_ref,
         "status": status,
+        # Beyond the dashboard's fields: pass, failure, threshold, regression or incomplete (verdicts.json).
+        "verdict": verdict,
     }

@@ -26,6 +26,7 @@ from kai_scale.publishing.results_document import (
     timestamp,
 )
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenario_entry
+from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
@@ -106,9 +107,7 @@ def publish_results(
         summary = run_summary(
             run_id=run_id, params=params, entries=entries, runner_image=runner_image, image_ids=image_ids
         )
-        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
         metrics_text = bucket.read_text(run_metrics_key(run_id))
-    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
 
     deployed = _deployed_state(ClusterHook(conn_id=settings.kubernetes_conn_id))
     metadata = RunMetadata(
@@ -124,15 +123,35 @@ def publish_results(
         runner_image=runner_image,
         runner_image_ids=image_ids,
     )
+    selected = [s for s in scenarios if s.name in params["scenarios"]]
     if metrics_text is None:
-        selected = [s for s in scenarios if s.name in params["scenarios"]]
         metrics_text = json.dumps(unwritten_metrics(run_id=run_id, scenarios=selected))
+    results = results_document(metadata=metadata, entries=entries)
+    with bucket.errors_named(f"read the history that run {run_id} is judged against"):
+        verdicts = judge_run(
+            bucket,
+            prefix=settings.results_prefix,
+            run_id=run_id,
+            node_count=params["node_count"],
+            # Thresholds bound what a scenario measured: a failed or skipped one is reported as such.
+            scenarios=[s for s, e in zip(scenarios, entries, strict=True) if e.status == "success"],
+            tests=results["results"]["tests"],
+            include_dir=str(settings.include_dir),
+        )
+    summary = {**summary, "verdict": verdicts["verdict"], "verdict_reasons": verdicts["reasons"]}
+    with bucket.errors_named(f"write the run summary of run {run_id}"):
+        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
+    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
+    log.info("verdict: %s", verdicts["verdict"])
+    for reason in verdicts["reasons"]:
+        log.info("  %s", reason)
     published = publish_run(
         bucket,
         prefix=settings.results_prefix,
         run_id=run_id,
-        results=results_document(metadata=metadata, entries=entries),
+        results=results,
         metrics_text=json.dumps(public_metrics(json.loads(metrics_text))),
+        verdicts=verdicts,
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
         entry=manifest_entry(
             run_id=run_id,
@@ -140,16 +159,22 @@ def publish_results(
             metadata=metadata,
             status=summary["status"],
             airflow_run_id=dag_run.run_id,
+            verdict=verdicts["verdict"],
         ),
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"
     log.info(
-        "published %s (+ ginkgo-report.json, metrics.json) and its entry in %s", where, published.manifest_key
+        "published %s (+ ginkgo-report.json, metrics.json, verdicts.json) and its entry in %s",
+        where,
+        published.manifest_key,
     )
     problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status == "failure"] + published.problems
     missing = missing_scenarios(json.loads(metrics_text))
     if missing:
         problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
+    # A breach, a regression or a threshold on nothing fails the run too, after publishing; failed
+    # tests are already there through their scenarios.
+    problems += [reason for reason in verdicts["reasons"] if not reason.endswith(" failed")]
     if problems:
         # Published first, then failed: the run shows as failed, and its results are complete.
         raise RunFailedError(f"run published to {where}, with problems: " + "; ".join(problems))

@@ -1,0 +1,1 @@
+"""Verdicts on a published run: thresholds, change points against history, comparison. Pure."""

@@ -1,0 +1,79 @@
+"""``Public/<run-id>/verdicts.json``: the run's findings and its overall verdict. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, Literal
+
+from kai_scale.verdicts.change_points import Method
+from kai_scale.verdicts.comparison import DetailComparison
+from kai_scale.verdicts.regressions import RegressionFinding
+from kai_scale.verdicts.thresholds import ThresholdFinding
+
+Verdict = Literal["pass", "failure", "threshold", "regression", "incomplete"]
+
+
+def overall_verdict(
+    *,
+    tests: Sequence[Mapping[str, Any]],
+    thresholds: Sequence[ThresholdFinding],
+    regressions: Sequence[object],
+) -> Verdict:
+    """The worst of: a failed test, a breach, a regression, a threshold on nothing; else ``pass``."""
+    if any(test.get("status") == "failure" for test in tests):
+        return "failure"
+    if any(finding.status == "breach" for finding in thresholds):
+        return "threshold"
+    if regressions:
+        return "regression"
+    if any(finding.status == "missing" for finding in thresholds):
+        return "incomplete"
+    return "pass"
+
+
+def verdicts_document(
+    *,
+    run_id: str,
+    node_count: int,
+    tests: Sequence[Mapping[str, Any]],
+    thresholds: Sequence[ThresholdFinding],
+    regressions: Sequence[RegressionFinding],
+    comparison: Sequence[DetailComparison],
+    previous_run_id: str | None,
+    method: Method,
+) -> dict[str, Any]:
+    """verdicts.json: the verdict, one-line reasons, and per test and detail what was found."""
+    reasons = [f"{t['test_name']!r} failed" for t in tests if t.get("status") == "failure"]
+    reasons += [f.reason for f in thresholds if f.status != "pass"] + [f.reason for f in regressions]
+    per_test: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def slot(test_name: str, detail: str) -> dict[str, Any]:
+        return per_test.setdefault(test_name, {}).setdefault(detail, {})
+
+    for row in comparison:
+        slot(row.test_name, row.detail)["comparison"] = {
+            "previous": row.previous,
+            "current": row.current,
+            "change_percent": row.change_percent,
+        }
+    for finding in thresholds:
+        slot(finding.test_name, finding.detail)["threshold"] = asdict(finding)
+    for regression in regressions:
+        # The change's index is into the analysed window; since_run_id names the run instead.
+        change = {key: value for key, value in asdict(regression.change).items() if key != "start"}
+        slot(regression.test_name, regression.detail)["change_point"] = {
+            **change,
+            "since_run_id": regression.since_run_id,
+            "better": regression.better,
+            "reason": regression.reason,
+        }
+    return {
+        "run_id": run_id,
+        "node_count": node_count,
+        "verdict": overall_verdict(tests=tests, thresholds=thresholds, regressions=regressions),
+        "reasons": reasons,
+        "previous_run_id": previous_run_id,
+        "method": {"name": "apache-otava e-divisive", **asdict(method)},
+        "tests": per_test,
+    }

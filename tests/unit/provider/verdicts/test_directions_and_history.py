@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+
+from kai_scale.verdicts.directions import DetailRule, default_rule, rule_for, rules_from_scenario
+from kai_scale.verdicts.history import comparable_entries
+
+
+@pytest.mark.parametrize(
+    ("detail", "better"),
+    [("time", "lower"), ("pods per second (p50)", "higher"), ("throughput", "higher"), ("jobs", "lower")],
+)
+def test_default_direction_from_the_details_name(detail: str, better: str) -> None:
+    assert default_rule(detail).better == better
+
+
+def test_a_scenario_rule_overrides_the_default() -> None:
+    rules = rules_from_scenario(
+        [{"test_name": "Fill", "detail": "time", "better": "higher", "min_change": 0.1}], where="s.yaml"
+    )
+    assert rule_for("Fill", "time", overrides=rules) == DetailRule(better="higher", min_change=0.1)
+    assert rule_for("Other", "time", overrides=rules).better == "lower"
+
+
+def test_a_bad_rule_names_the_file_and_entry() -> None:
+    with pytest.raises(ValueError, match=r"s\.yaml: detail_rules\[0\]: 'better' must be lower or higher"):
+        rules_from_scenario([{"test_name": "Fill", "detail": "time", "better": "faster"}], where="s.yaml")
+
+
+def test_comparable_entries_are_earlier_successful_runs_of_the_same_node_count() -> None:
+    manifest = {
+        "runs": [
+            {"run_id": "c", "timestamp": "2026-11-03T02:00:00Z", "node_count": 500, "status": "success"},
+            {"run_id": "a", "timestamp": "2026-11-01T02:00:00Z", "node_count": 500, "status": "success"},
+            {"run_id": "b", "timestamp": "2026-11-02T02:00:00Z", "node_count": 100, "status": "success"},
+            {"run_id": "f", "timestamp": "2026-11-02T03:00:00Z", "node_count": 500, "status": "failure"},
+            {"run_id": "new", "timestamp": "2026-11-04T02:00:00Z", "node_count": 500, "status": "success"},
+            {"run_id": "later", "timestamp": "2026-11-05T02:00:00Z", "node_count": 500, "status": "success"},
+        ]
+    }
+    found = comparable_entries(manifest, run_id="new", node_count=500)
+    assert [run["run_id"] for run in found] == ["a", "c"]
+    assert [run["run_id"] for run in comparable_entries(manifest, run_id="new", node_count=500, last=1)] == [
+        "c"
+    ]
