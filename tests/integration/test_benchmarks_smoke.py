@@ -7,7 +7,6 @@ table and leave nothing behind in the local environment.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import yaml
 from localenv.environment import LocalEnvironment
 from localenv.settings import DEFAULT_BUCKET
 from tests.conftest import REPO
+from tests.waiting import free_ports
 
 BENCHMARKS = REPO / "benchmarks"
 
@@ -35,16 +35,6 @@ def _run(script: str, *args: str, env: dict[str, str] | None = None, timeout: fl
     assert result.returncode == 0, f"{script} failed:\n{result.stdout}\n{result.stderr[-4000:]}"
     assert "|---|" in result.stdout, f"{script} printed no table:\n{result.stdout}"
     return result.stdout
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def _objects(s3: Any, bucket: str) -> dict[str, str]:
@@ -106,7 +96,7 @@ def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
     ports = dict(
         zip(
             ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3", "RUNNER_KUBELET"),
-            _free_ports(5),
+            free_ports(5),
             strict=True,
         )
     )

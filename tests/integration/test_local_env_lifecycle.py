@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,20 +11,11 @@ import pytest
 from localenv.environment import LocalEnvironment, processes_under
 from localenv.processes import ComponentError, port_in_use
 from localenv.settings import Ports, Settings
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
+from tests.waiting import free_ports
 
 
 def _second_environment(local_env: LocalEnvironment, home: Path) -> LocalEnvironment:
-    apiserver, kwok, prometheus, s3, kubelet = _free_ports(5)
+    apiserver, kwok, prometheus, s3, kubelet = free_ports(5)
     ports = Ports(
         kube_apiserver=apiserver, kwok_controller=kwok, prometheus=prometheus, s3=s3, runner_kubelet=kubelet
     )
