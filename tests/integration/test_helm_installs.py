@@ -147,22 +147,25 @@ def test_fake_gpu_operator_is_installed_with_its_values_and_trimmed(
     ]
 
 
+def _monitoring_charts(root: Path, namespace: str) -> dict[str, dict[str, str]]:
+    """Small local charts in place of kube-prometheus-stack and Pyroscope, at their pinned versions."""
+    return {
+        release: {
+            "chart": str(
+                _write_chart(root, name=release, version=version, templates=CONFIG_MAP_TEMPLATE, values={})
+            ),
+            "version": version,
+            "namespace": namespace,
+        }
+        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
+    }
+
+
 @pytest.mark.usefixtures("helm_worker")
 def test_monitoring_charts_are_installed_once_then_left_as_they_are(
     tmp_path: Path, release_namespace: str
 ) -> None:
-    charts = {
-        release: {
-            "chart": str(
-                _write_chart(
-                    tmp_path, name=release, version=version, templates=CONFIG_MAP_TEMPLATE, values={}
-                )
-            ),
-            "version": version,
-            "namespace": release_namespace,
-        }
-        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
-    }
+    charts = _monitoring_charts(tmp_path, release_namespace)
     cluster = ClusterHook(conn_id="kubernetes_default")
 
     first = cluster_setup.install_monitoring(cluster, installs={"charts": charts})
@@ -241,18 +244,7 @@ def test_helm_uses_the_connections_cluster_context(
     path.write_text(yaml.safe_dump(kubeconfig))
     extra = {"kube_config_path": str(path), "cluster_context": "the-cluster", "in_cluster": False}
     monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
-    charts = {
-        release: {
-            "chart": str(
-                _write_chart(
-                    tmp_path, name=release, version=version, templates=CONFIG_MAP_TEMPLATE, values={}
-                )
-            ),
-            "version": version,
-            "namespace": release_namespace,
-        }
-        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
-    }
+    charts = _monitoring_charts(tmp_path, release_namespace)
 
     lines = cluster_setup.install_monitoring(ClusterHook(conn_id="kube_context"), installs={"charts": charts})
 
