@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
+from kai_scale.metrics.prometheus_api import PrometheusClient
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
 from tests.integration.airflow_env import migrate_airflow_db
@@ -50,11 +53,50 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
 
 @pytest.fixture
 def namespace(core: client.CoreV1Api) -> Iterator[str]:
-    """A fresh namespace for one test, labelled as a test's and deleted afterwards."""
+    """A fresh namespace for one test, labelled as a test's, deleted afterwards with all its pods.
+
+    The deletion is waited for: a pod left holding a GPU makes the next test's run refuse to start.
+    """
     name = f"test-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name, "labels": {TEST_LABEL: "true"}}})
     yield name
     core.delete_namespace(name, grace_period_seconds=0)
+    wait_for(lambda: _namespace_gone(core, name), timeout=120, what=f"namespace {name} to be deleted")
+
+
+def _namespace_gone(core: client.CoreV1Api, name: str) -> bool:
+    try:
+        core.read_namespace(name)
+    except ApiException as error:
+        if error.status == 404:
+            return True
+        raise
+    return False
+
+
+# How long the local Prometheus must have had rates for, before a test reads a window of them.
+PROMETHEUS_HISTORY = timedelta(seconds=20)
+
+
+@pytest.fixture(scope="session")
+def prometheus(local_env: LocalEnvironment) -> Iterator[PrometheusClient]:
+    """The local Prometheus, once rate() over [1m] has had values for at least ``PROMETHEUS_HISTORY``.
+
+    A freshly started Prometheus has rate() values only from its second scrape (every 15 s) on; a
+    scenario window or a test's window needs a few steps of them.
+    """
+    with PrometheusClient(local_env.config.prometheus_url) as prometheus_client:
+        wait_for(
+            lambda: bool(
+                prometheus_client.query(
+                    "sum(rate(apiserver_request_total[1m]))", at=datetime.now(UTC) - PROMETHEUS_HISTORY
+                )
+            ),
+            timeout=120,
+            what=f"Prometheus to have had API server request rates for {PROMETHEUS_HISTORY.seconds} s",
+            interval=2,
+        )
+        yield prometheus_client
 
 
 @pytest.fixture(scope="session")

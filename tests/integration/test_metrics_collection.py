@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,36 +13,13 @@ from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.metrics.run_metrics import collect_run_metrics
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.scenario import Scenario
-from localenv.environment import LocalEnvironment
 from tests.conftest import REPO
-from tests.waiting import wait_for
+from tests.integration.conftest import PROMETHEUS_HISTORY as HISTORY
 
 REQUEST_RATE = MetricQuery(
     name="requests", query="sum by (verb) (rate(apiserver_request_total[1m]))", unit="1/s"
 )
 BROKEN = MetricQuery(name="broken", query="sum(rate(apiserver_request_total[1m])", unit="1/s")
-
-
-HISTORY = timedelta(seconds=20)
-
-
-@pytest.fixture(scope="module")
-def prometheus(local_env: LocalEnvironment) -> Iterator[PrometheusClient]:
-    """The local Prometheus, once rate() over [1m] has had values for at least ``HISTORY``.
-
-    A freshly started Prometheus has rate() values only from its second scrape (every 15 s) on; the
-    tests' windows need a few steps of them.
-    """
-    with PrometheusClient(local_env.config.prometheus_url) as client:
-        wait_for(
-            lambda: bool(
-                client.query("sum(rate(apiserver_request_total[1m]))", at=datetime.now(UTC) - HISTORY)
-            ),
-            timeout=120,
-            what=f"Prometheus to have had API server request rates for {HISTORY.seconds} s",
-            interval=2,
-        )
-        yield client
 
 
 def _last(seconds: int) -> Window:

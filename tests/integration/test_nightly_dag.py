@@ -47,8 +47,9 @@ def _node_pool_size(local_env: LocalEnvironment) -> int:
     return int(local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "jsonpath={.spec.nodeCount}"))
 
 
+@pytest.mark.usefixtures("prometheus")
 def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.CoreV1Api) -> None:
-    """The DAG file as shipped, node_count 100.
+    """The DAG file as shipped, node_count 100 (Prometheus already has rates: the window is short).
 
     KAI is not installed here, so the KAI suite's scenarios end as skipped with that reason, and the
     GPU workload runs for real against kube-scheduler.

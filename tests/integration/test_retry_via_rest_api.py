@@ -278,7 +278,8 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
     statuses = _test_statuses(after)
     assert "flaky" not in statuses, "the failure entry is gone: replaced by the new try's results"
     assert statuses["Fill Cluster with single GPU Jobs"] == "success", "flaky's suite entry, second try"
-    assert statuses.pop("slow") == "skipped", "not selected by default (enabled: false)"
+    for disabled in ("slow", "brief"):
+        assert statuses.pop(disabled) == "skipped", f"{disabled} is not selected by default (enabled: false)"
     assert set(statuses.values()) == {"success"}
     assert (
         after["metrics"]["scenarios"]["flaky"]["window"] != before["metrics"]["scenarios"]["flaky"]["window"]
