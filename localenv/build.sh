@@ -17,6 +17,21 @@ mkdir -p "$log_dir"
 KWOK_VERSION="v0.8.0"
 # The helm of the Airflow image (docker/airflow/Dockerfile); the tests install local charts with it.
 HELM_VERSION="v3.19.5"
+# The real node's network plugins and the cluster DNS (the CoreDNS release kubeadm 1.34 deploys).
+CNI_PLUGINS_VERSION="v1.9.0"
+COREDNS_VERSION="v1.12.1"
+# The real node's container runtime: containerd 2.3 (in containerd's support matrix for Kubernetes
+# 1.34; Debian's 1.6 is past its end of life) and runc.
+CONTAINERD_VERSION="v2.3.7"
+RUNC_VERSION="v1.3.6"
+# Debian packages the real node needs: the iptables and nft commands (kube-proxy, the kubelet, the
+# pod network's guard), and libseccomp for runc (pods that ask for the RuntimeDefault seccomp profile).
+DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev)
+# The local OCI registry (CNCF distribution) that serves the node's images, and crane to pack them.
+REGISTRY_VERSION="v3.1.2"
+CRANE_VERSION="v0.22.1"
+# The pause image of Kubernetes' build/pause at the pinned release (its Makefile's TAG).
+PAUSE_VERSION="3.10.1"
 # The toolchain on the machine must build everything: never let go fetch another one.
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
@@ -81,7 +96,8 @@ build_kubernetes() {
   cached_build kubernetes "$version" "$dir" kubectl \
     go_build_in kubernetes -tags selinux,notest -ldflags "-s -w $ldflags" -o "$dir.tmp/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 }
 
 build_etcd() {
@@ -127,15 +143,90 @@ build_helm() {
   ln -sfn "$dir" "$cache_root/bin/helm"
 }
 
+# Installs the Debian packages that are missing (as root, as on CI), or says which are missing.
+require_debian_packages() {
+  local missing=() package
+  for package in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  ((${#missing[@]} == 0)) && return
+  [[ "$(id -u)" == 0 ]] ||
+    fail "missing Debian packages: ${missing[*]}; install them: sudo apt-get install ${missing[*]}"
+  echo "installing Debian packages: ${missing[*]} (log: $log_dir/apt.log)" >&2
+  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; } \
+    >"$log_dir/apt.log" 2>&1 || fail "apt-get install ${missing[*]} failed; see $log_dir/apt.log"
+}
+
+build_containerd() {
+  local dir module=github.com/containerd/containerd/v2
+  dir="$cache_root/bin/containerd-$CONTAINERD_VERSION-$(go env GOVERSION)"
+  cached_build containerd "$CONTAINERD_VERSION" "$dir" containerd \
+    env GOBIN="$dir.tmp" go install -trimpath -ldflags "-s -w -X $module/version.Version=$CONTAINERD_VERSION" \
+    -tags "no_btrfs no_devmapper no_zfs" \
+    "$module/cmd/containerd@$CONTAINERD_VERSION" "$module/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION"
+}
+
+build_runc() {
+  local dir
+  dir="$cache_root/bin/runc-$RUNC_VERSION-$(go env GOVERSION)"
+  # cgo: runc's nsenter is C; seccomp links libseccomp.
+  cached_build runc "$RUNC_VERSION" "$dir" runc \
+    env CGO_ENABLED=1 GOBIN="$dir.tmp" go install -trimpath -tags seccomp \
+    -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" "github.com/opencontainers/runc@$RUNC_VERSION"
+}
+
+# go install of <module>/<package>@<version> for each package, into a cached directory.
+build_go_packages() { # <name> <version> <binary the dir must hold> <module> <packages...>
+  local name="$1" version="$2" binary="$3" module="$4" dir package targets=()
+  shift 4
+  dir="$cache_root/bin/$name-$version-$(go env GOVERSION)"
+  for package in "$@"; do targets+=("$module${package:+/$package}@$version"); done
+  cached_build "$name" "$version" "$dir" "$binary" \
+    env GOBIN="$dir.tmp" go install -trimpath -ldflags "-s -w" "${targets[@]}"
+}
+
+build_cni_plugins() {
+  build_go_packages cni-plugins "$CNI_PLUGINS_VERSION" bridge github.com/containernetworking/plugins \
+    plugins/main/bridge plugins/main/loopback plugins/ipam/host-local plugins/meta/portmap
+}
+
+# Kubernetes' pause, from build/pause/linux/pause.c of the pinned kubernetes module, as its Makefile
+# builds it (static, -Os).
+build_pause() {
+  local version dir source
+  version="$(module_version kubernetes k8s.io/kubernetes)"
+  source="$(go env GOMODCACHE)/k8s.io/kubernetes@$version/build/pause/linux/pause.c"
+  [[ -f "$source" ]] || fail "$source not found: build the kubernetes binaries first"
+  command -v gcc >/dev/null 2>&1 || fail "no C compiler for the pause image: apt-get install gcc libc6-dev"
+  dir="$cache_root/bin/pause-$PAUSE_VERSION"
+  cached_build pause "$PAUSE_VERSION" "$dir" pause \
+    gcc -Os -Wall -Werror -static "-DVERSION=v$PAUSE_VERSION-kai-scale" -o "$dir.tmp/pause" "$source"
+}
+
 # One directory of links, so the rest of the environment needs a single path.
 bin_dir="$cache_root/bin/current"
+require_debian_packages
 kubernetes_dir="$(build_kubernetes)"
 etcd_dir="$(build_etcd)"
 prometheus_dir="$(build_prometheus)"
 kwok_dir="$(build_kwok)"
+coredns_dir="$(build_go_packages coredns "$COREDNS_VERSION" coredns github.com/coredns/coredns "")"
+cni_dir="$(build_cni_plugins)"
+pause_dir="$(build_pause)"
+containerd_dir="$(build_containerd)"
+runc_dir="$(build_runc)"
+registry_dir="$(build_go_packages registry "$REGISTRY_VERSION" registry \
+  github.com/distribution/distribution/v3 cmd/registry)"
+crane_dir="$(build_go_packages crane "$CRANE_VERSION" crane github.com/google/go-containerregistry cmd/crane)"
 build_helm
 mkdir -p "$bin_dir"
-for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$prometheus_dir"/* "$kwok_dir"/*; do
+for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$prometheus_dir"/* "$kwok_dir"/* "$registry_dir"/* \
+  "$crane_dir"/* "$containerd_dir"/* "$runc_dir"/*; do
   ln -sfn "$binary" "$bin_dir/$(basename "$binary")"
 done
+# containerd is given the plugins' directory; the images' binaries are not for this machine's PATH.
+ln -sfn "$cni_dir" "$bin_dir/cni"
+mkdir -p "$bin_dir/images"
+ln -sfn "$pause_dir/pause" "$bin_dir/images/pause"
+ln -sfn "$coredns_dir/coredns" "$bin_dir/images/coredns"
 echo "$bin_dir"
