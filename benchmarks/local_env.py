@@ -18,7 +18,8 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from localenv.environment import LocalEnvironment, processes_under
+from localenv.environment import LocalEnvironment
+from localenv.processes import processes_under
 from localenv.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,7 +23,10 @@ from typing import Any
 import yaml
 
 from localenv import processes, settings
+from localenv.node import COREDNS_IMAGE, KUBERNETES_SERVICE_IP, PAUSE_IMAGE, NodeConfig, RealNode
+from localenv.pod_network import PodNetwork
 from localenv.processes import ComponentError
+from localenv.registry import LocalRegistry, StaticImage
 from localenv.settings import Settings
 
 BINARIES = (
@@ -35,6 +38,18 @@ BINARIES = (
     "prometheus",
     "kwok",
     "kwokctl",
+)
+NODE_BINARIES = (
+    "kubelet",
+    "kube-proxy",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "runc",
+    "registry",
+    "crane",
+    "cni/bridge",
+    "images/pause",
+    "images/coredns",
 )
 KWOK_MODULE_VERSION = "v0.8.0"
 # The stages KAI's setup leaves in place: the fast ones, without pod-complete (pods run until deleted).
@@ -91,7 +106,38 @@ class LocalEnvironment:
         states["prometheus"] = processes.port_in_use(self.config.ports.prometheus)
         for name in OWN_COMPONENTS:
             states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
+        if self.config.real_node:
+            states["registry"] = self.registry().running()
+            states.update(self.node().running())
         return states
+
+    def node(self) -> RealNode:
+        """The real node ``kai-system`` of this environment."""
+        config = self.config
+        return RealNode(
+            NodeConfig(
+                state_dir=config.node_dir,
+                bin_dir=config.bin_dir,
+                logs_dir=config.logs_dir,
+                run_dir=config.run_dir,
+                network=PodNetwork(bridge=config.pod_bridge, subnet=config.pod_subnet),
+                pki_dir=self.cluster_dir() / "pki",
+                api_server_port=config.ports.kube_apiserver,
+                kubelet_port=config.ports.kubelet,
+                registry=f"127.0.0.1:{config.ports.registry}",
+            )
+        )
+
+    def registry(self) -> LocalRegistry:
+        """The local registry that serves the node's images."""
+        config = self.config
+        return LocalRegistry(
+            bin_dir=config.bin_dir,
+            storage=config.registry_dir,
+            port=config.ports.registry,
+            logs_dir=config.logs_dir,
+            run_dir=config.run_dir,
+        )
 
     def is_up(self) -> bool:
         """Whether every component runs."""
@@ -114,11 +160,12 @@ class LocalEnvironment:
         try:
             self._start(node_count=node_count)
         except BaseException:
-            self.down()
+            self.down(keep_logs=True)
             raise
 
     def _check_binaries(self) -> None:
-        missing = [name for name in BINARIES if not os.access(self.config.bin_dir / name, os.X_OK)]
+        needed = BINARIES + (NODE_BINARIES if self.config.real_node else ())
+        missing = [name for name in needed if not os.access(self.config.bin_dir / name, os.X_OK)]
         if missing:
             raise ComponentError(
                 f"missing binaries in {self.config.bin_dir}: {', '.join(missing)}; "
@@ -129,7 +176,7 @@ class LocalEnvironment:
         busy = [
             f"{name} port {port}"
             for name, port in self.config.ports.by_component().items()
-            if processes.port_in_use(port)
+            if processes.port_in_use(port) and (self.config.real_node or name != "registry")
         ]
         if busy:
             raise ComponentError(
@@ -142,7 +189,12 @@ class LocalEnvironment:
         config = self.config
         for directory in (config.logs_dir, config.run_dir, config.kwok_workdir, config.runner_sandboxes):
             directory.mkdir(parents=True, exist_ok=True)
+        if config.real_node:
+            # Before the API server binds every address and before any pod: the guard, then the bridge.
+            self.node().prepare_host()
         self._create_cluster()
+        if config.real_node:
+            self._start_node()
         self.kubectl("apply", "-f", str(MANIFESTS / "nodepool-crd.yaml"))
         self.kubectl("apply", "-f", "-", input_text=self._stages())
         self.kubectl(
@@ -156,19 +208,34 @@ class LocalEnvironment:
     def _create_cluster(self) -> None:
         config = self.config
         kwokctl_config = config.home / "kwokctl.yaml"
+        options: dict[str, Any] = {
+            "bindAddress": "127.0.0.1",
+            "kubectlBinary": str(config.bin_dir / "kubectl"),
+        }
+        # One instance each, and nothing here restarts a process that exits (a real cluster's kubelet
+        # restarts its static pods): without an election to lose, they outlive an API server restart
+        # instead of exiting with it.
+        patches: list[dict[str, Any]] = [
+            {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
+            for name in ("kube-controller-manager", "kube-scheduler")
+        ]
+        if config.real_node:
+            gateway = str(self.node().config.network.gateway)
+            # Pods reach the API server through the kubernetes Service, whose address is in its certificate.
+            options["kubeApiserverCertSANs"] = [gateway, KUBERNETES_SERVICE_IP]
+            patches.append(
+                {
+                    "name": "kube-apiserver",
+                    "extraArgs": _api_server_args_for_the_node(gateway, self.cluster_dir()),
+                }
+            )
         kwokctl_config.write_text(
             yaml.safe_dump(
                 {
                     "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
                     "kind": "KwokctlConfiguration",
-                    "options": {"bindAddress": "127.0.0.1", "kubectlBinary": str(config.bin_dir / "kubectl")},
-                    # One instance each, and nothing here restarts a process that exits (a real
-                    # cluster's kubelet restarts its static pods): without an election to lose, they
-                    # outlive an API server restart instead of exiting with it.
-                    "componentsPatches": [
-                        {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
-                        for name in ("kube-controller-manager", "kube-scheduler")
-                    ],
+                    "options": options,
+                    "componentsPatches": patches,
                 }
             )
         )
@@ -209,12 +276,34 @@ class LocalEnvironment:
         if result.returncode != 0:
             raise ComponentError(
                 f"kwokctl could not create the cluster (exit {result.returncode}); see {log_path} "
-                f"and the component logs under {self.cluster_logs_dir()}"
+                f"and the component logs under {self.kept_cluster_logs_dir()}"
             )
+
+    def cluster_dir(self) -> Path:
+        """Kwokctl's directory of the cluster: its pki, logs, pids and configuration."""
+        return self.config.kwok_workdir / "clusters" / settings.CLUSTER_NAME
 
     def cluster_logs_dir(self) -> Path:
         """Where kwokctl keeps the logs of the components it runs."""
-        return self.config.kwok_workdir / "clusters" / settings.CLUSTER_NAME / "logs"
+        return self.cluster_dir() / "logs"
+
+    def kept_cluster_logs_dir(self) -> Path:
+        """Where a failed start keeps a copy of them (kwokctl deletes its cluster's directory)."""
+        return self.config.logs_dir / "cluster"
+
+    def _start_node(self) -> None:
+        """The registry with the node's own images, the node, then the cluster DNS on it."""
+        registry = self.registry()
+        registry.start()
+        images = self.config.bin_dir / "images"
+        for image in (
+            StaticImage(reference=PAUSE_IMAGE, binary=images / "pause", path_in_image="/pause"),
+            StaticImage(reference=COREDNS_IMAGE, binary=images / "coredns", path_in_image="/coredns"),
+        ):
+            registry.push_static_image(image)
+        self.node().start(kubectl=self.kubectl)
+        self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
+        self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
 
     def _stages(self) -> str:
         module = _kwok_module_dir()
@@ -330,11 +419,21 @@ class LocalEnvironment:
         self.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(pool))
 
     # ---- down ----------------------------------------------------------------------------------------
-    def down(self) -> None:
-        """Stop everything and remove the state directory; leaves no process, port or file behind."""
+    def down(self, *, keep_logs: bool = False) -> None:
+        """Stop everything and remove the state directory; leaves no process, port or file behind.
+
+        ``keep_logs`` (after a failed start) keeps the logs, kwokctl's included, that the error names.
+        """
         config = self.config
+        if keep_logs and self.cluster_logs_dir().exists():
+            # kwokctl deletes its cluster's directory, logs included.
+            shutil.copytree(self.cluster_logs_dir(), self.kept_cluster_logs_dir(), dirs_exist_ok=True)
         for name in reversed(OWN_COMPONENTS):
             processes.stop(name=name, run_dir=config.run_dir)
+        if config.real_node:
+            for change in self.node().stop():
+                print(f"restored: {change}")
+            self.registry().stop()
         kwokctl = config.bin_dir / "kwokctl"
         if config.kwok_workdir.exists() and kwokctl.exists():
             env = {**_without_kubeconfig(os.environ), "KWOK_WORKDIR": str(config.kwok_workdir)}
@@ -353,10 +452,10 @@ class LocalEnvironment:
                 check=False,
             )
         # Anything still running from the state directory (a crashed start, a runner pod's process).
-        for pid in processes_under(str(config.home)):
+        for pid in processes.processes_under(str(config.home)):
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        shutil.rmtree(config.home, ignore_errors=True)
+        _remove_state(config.home, keep=config.logs_dir if keep_logs else None)
 
         def busy_ports() -> list[str]:
             ports = config.ports.by_component().items()
@@ -405,6 +504,37 @@ class LocalEnvironment:
         }
 
 
+def _remove_state(home: Path, *, keep: Path | None) -> None:
+    """Remove the state directory, or all of it but ``keep``."""
+    if keep is None or not home.exists():
+        shutil.rmtree(home, ignore_errors=True)
+        return
+    for entry in home.iterdir():
+        if entry == keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink()
+
+
+def _api_server_args_for_the_node(gateway: str, cluster_dir: Path) -> list[dict[str, str]]:
+    """What the API server needs so that the real node's pods, and the node's kubelet, work with it."""
+    pki = cluster_dir / "pki"
+    args = {
+        # Every address, so that pods reach it on the bridge; the guard lets only loopback and the
+        # bridge in. The kubernetes Service's endpoint is the bridge address.
+        "bind-address": "0.0.0.0",
+        "advertise-address": gateway,
+        # Logs, exec and port-forward reach the kubelet by its address, never a DNS lookup of its name.
+        "kubelet-preferred-address-types": "InternalIP",
+        # The kubelet authenticates the API server by the cluster's CA (no anonymous kubelet API).
+        "kubelet-client-certificate": str(pki / "admin.crt"),
+        "kubelet-client-key": str(pki / "admin.key"),
+    }
+    return [{"key": key, "value": value} for key, value in args.items()]
+
+
 def _without_kubeconfig(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment for kwokctl, without a KUBECONFIG that may belong to another environment."""
     return {name: value for name, value in environ.items() if name != "KUBECONFIG"}
@@ -422,15 +552,3 @@ def _kwok_module_dir() -> Path:
     if result.returncode != 0:
         raise ComponentError(f"cannot find Go's module cache (go env GOMODCACHE): {result.stderr.strip()}")
     return Path(result.stdout.strip()) / f"sigs.k8s.io/kwok@{KWOK_MODULE_VERSION}"
-
-
-def processes_under(path: str) -> Iterator[int]:
-    """Processes whose command line names ``path`` or whose working directory is under it."""
-    own = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
-        with suppress(OSError):
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if path in command or os.readlink(entry / "cwd").startswith(path):
-                yield int(entry.name)

@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 # Children started by this Python process, kept so they are reaped (waited for) when stopped here.
@@ -127,3 +127,15 @@ def wait_until(
             raise ComponentError(f"{component} exited before {what}; see its log: {log_path}")
         time.sleep(0.2)
     raise ComponentError(f"{component}: not {what} after {timeout:.0f} s; see its log: {log_path}")
+
+
+def processes_under(path: str) -> Iterator[int]:
+    """Processes whose command line names ``path`` or whose working directory is under it."""
+    own = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        with contextlib.suppress(OSError):
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if path in command or os.readlink(entry / "cwd").startswith(path):
+                yield int(entry.name)

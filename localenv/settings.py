@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ S3_ACCESS_KEY = "local-access-key"
 S3_SECRET_KEY = "local-secret-key"
 S3_REGION = "us-east-1"
 DEFAULT_BUCKET = "kai-scale-results"
+DEFAULT_POD_SUBNET = ipaddress.IPv4Network("10.244.0.0/24")
 
 
 def _port(name: str, default: int) -> int:
@@ -37,6 +39,10 @@ class Ports:
     """The S3 endpoint (moto server, HTTP)."""
     runner_kubelet: int
     """The runner node's kubelet API (HTTPS), served by localenv.runner_kubelet."""
+    kubelet: int = 10250
+    """The real node's kubelet API (HTTPS), on the pod bridge's address."""
+    registry: int = 35000
+    """The local OCI registry (HTTP) that serves the node's images."""
 
     @classmethod
     def from_environment(cls) -> Ports:
@@ -47,6 +53,8 @@ class Ports:
             prometheus=_port("PROMETHEUS", 39090),
             s3=_port("S3", 39000),
             runner_kubelet=_port("RUNNER_KUBELET", 30250),
+            kubelet=_port("KUBELET", 10250),
+            registry=_port("REGISTRY", 35000),
         )
 
     def by_component(self) -> dict[str, int]:
@@ -57,6 +65,7 @@ class Ports:
             "prometheus": self.prometheus,
             "s3 (moto)": self.s3,
             "runner-kubelet": self.runner_kubelet,
+            "registry": self.registry,
         }
 
 
@@ -70,6 +79,15 @@ class Settings:
     """Directory of the binaries built by localenv/build.sh."""
     ports: Ports
     """Loopback ports."""
+    real_node: bool = True
+    """Run the real node ``kai-system`` (one per machine: its kube-proxy owns the host's iptables).
+
+    A second environment beside the session's one, in the lifecycle tests, runs without it.
+    """
+    pod_subnet: ipaddress.IPv4Network = DEFAULT_POD_SUBNET
+    """The pod network the environment creates on this machine (``KAI_LOCALENV_POD_SUBNET``)."""
+    pod_bridge: str = "kaiscale0"
+    """The Linux bridge of the pod network."""
 
     @classmethod
     def from_environment(cls) -> Settings:
@@ -78,7 +96,22 @@ class Settings:
         cache_root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
         home = Path(os.environ.get("KAI_LOCALENV_HOME", state_root / "kai-scale-pipeline"))
         cache = Path(os.environ.get("KAI_LOCALENV_CACHE", cache_root / "kai-scale-pipeline"))
-        return cls(home=home, bin_dir=cache / "bin" / "current", ports=Ports.from_environment())
+        subnet = os.environ.get("KAI_LOCALENV_POD_SUBNET", str(DEFAULT_POD_SUBNET))
+        try:
+            pod_subnet = ipaddress.IPv4Network(subnet)
+        except ValueError as error:
+            message = f"KAI_LOCALENV_POD_SUBNET must be an IPv4 subnet such as 10.244.0.0/24: {error}"
+            raise ValueError(message) from None
+        real_node = os.environ.get("KAI_LOCALENV_REAL_NODE", "1")
+        if real_node not in {"0", "1"}:
+            raise ValueError(f"KAI_LOCALENV_REAL_NODE must be 1 (the default) or 0, got {real_node!r}")
+        return cls(
+            home=home,
+            bin_dir=cache / "bin" / "current",
+            ports=Ports.from_environment(),
+            real_node=real_node == "1",
+            pod_subnet=pod_subnet,
+        )
 
     @property
     def helm_dir(self) -> Path:
@@ -128,3 +161,13 @@ class Settings:
     def s3_endpoint_url(self) -> str:
         """The S3 endpoint's URL."""
         return f"http://127.0.0.1:{self.ports.s3}"
+
+    @property
+    def node_dir(self) -> Path:
+        """The real node's state: containerd's root, the kubelet's root directory, pod logs, CNI state."""
+        return self.home / "node"
+
+    @property
+    def registry_dir(self) -> Path:
+        """The local registry's storage; kept apart from ``home`` so that ``down`` keeps the images."""
+        return self.bin_dir.parent.parent / "registry"

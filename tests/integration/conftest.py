@@ -25,6 +25,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration/" in str(item.path):
             item.add_marker(pytest.mark.integration)
+    # A restart gives the cluster a new CA: the session's API clients would no longer trust it.
+    items.sort(key=lambda item: item.get_closest_marker("restarts_local_env") is not None)
 
 
 @pytest.fixture(scope="session")

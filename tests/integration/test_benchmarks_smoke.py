@@ -100,7 +100,8 @@ def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
             strict=True,
         )
     )
-    env = {"KAI_LOCALENV_HOME": str(tmp_path / "bench-env")} | {
+    # Without a real node: the session's environment has the machine's one.
+    env = {"KAI_LOCALENV_HOME": str(tmp_path / "bench-env"), "KAI_LOCALENV_REAL_NODE": "0"} | {
         f"KAI_LOCALENV_{name}_PORT": str(port) for name, port in ports.items()
     }
     try:

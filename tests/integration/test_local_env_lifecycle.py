@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from localenv.environment import LocalEnvironment, processes_under
-from localenv.processes import ComponentError, port_in_use
+from localenv.environment import LocalEnvironment
+from localenv.processes import ComponentError, port_in_use, processes_under
 from localenv.settings import Ports, Settings
 from tests.waiting import free_ports
 
@@ -19,7 +19,9 @@ def _second_environment(local_env: LocalEnvironment, home: Path) -> LocalEnviron
     ports = Ports(
         kube_apiserver=apiserver, kwok_controller=kwok, prometheus=prometheus, s3=s3, runner_kubelet=kubelet
     )
-    return LocalEnvironment(Settings(home=home, bin_dir=local_env.config.bin_dir, ports=ports))
+    # Without a real node: the session's environment has the machine's one.
+    config = Settings(home=home, bin_dir=local_env.config.bin_dir, ports=ports, real_node=False)
+    return LocalEnvironment(config)
 
 
 def test_port_in_use_names_the_component_and_starts_nothing(

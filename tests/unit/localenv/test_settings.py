@@ -22,3 +22,28 @@ def test_state_lives_under_the_home(monkeypatch: pytest.MonkeyPatch, tmp_path: o
     config = Settings.from_environment()
     assert str(config.kubeconfig) == "/tmp/kai-home/kubeconfig"
     assert config.s3_endpoint_url == f"http://127.0.0.1:{config.ports.s3}"
+
+
+def test_the_real_node_and_its_network_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = Settings.from_environment()
+    assert (config.real_node, str(config.pod_subnet)) == (True, "10.244.0.0/24")
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
+    monkeypatch.setenv("KAI_LOCALENV_POD_SUBNET", "10.99.0.0/24")
+    config = Settings.from_environment()
+    assert (config.real_node, str(config.pod_subnet)) == (False, "10.99.0.0/24")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("KAI_LOCALENV_REAL_NODE", "yes", "must be 1 .* or 0"),
+        ("KAI_LOCALENV_POD_SUBNET", "10.244.0.1/24", "must be an IPv4 subnet"),
+        ("KAI_LOCALENV_POD_SUBNET", "fd00::/64", "must be an IPv4 subnet"),
+    ],
+)
+def test_bad_node_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=f"{name} {message}"):
+        Settings.from_environment()

@@ -1,0 +1,100 @@
+"""The pod network of the real node: a Linux bridge on this machine, and the guard that keeps it there.
+
+The CNI bridge plugin turns on IP forwarding, after which a pod's packet to an outside address would
+leave through the machine's own interface. The guard is an nftables table of its own, installed
+before the first pod and removed by ``down``: nothing from or to the pod network is forwarded through
+any interface but the bridge, and the servers that listen on every address (the API server, the
+kubelet) answer only loopback and the bridge.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """The bridge, its subnet and the address the node (and the API server for pods) has on it."""
+
+    bridge: str
+    subnet: ipaddress.IPv4Network
+
+    @property
+    def guard_table(self) -> str:
+        """The nftables table (family ip) of this network's guard."""
+        return f"{self.bridge}_guard"
+
+    @property
+    def gateway(self) -> ipaddress.IPv4Address:
+        """The bridge's own address: the node's InternalIP; its kubelet and the API server answer there."""
+        return next(self.subnet.hosts())
+
+    def exists(self) -> bool:
+        """Whether the bridge exists."""
+        return Path(f"/sys/class/net/{self.bridge}").exists()
+
+    def create(self, *, guarded_ports: list[int]) -> None:
+        """The guard first, then the bridge with the gateway address."""
+        self.install_guard(guarded_ports)
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+
+    def guard_rules(self, guarded_ports: list[int]) -> str:
+        """The guard as an nftables script (one table: created and deleted atomically)."""
+        ports = ", ".join(str(port) for port in guarded_ports)
+        return f"""
+table ip {self.guard_table} {{
+    chain forward {{
+        type filter hook forward priority -300; policy accept;
+        ip saddr {self.subnet} oifname != "{self.bridge}" drop
+        ip daddr {self.subnet} iifname != "{self.bridge}" drop
+    }}
+    chain input {{
+        type filter hook input priority -300; policy accept;
+        iifname {{ "lo", "{self.bridge}" }} accept
+        ip daddr {self.gateway} drop
+        tcp dport {{ {ports} }} drop
+    }}
+}}
+"""
+
+    def install_guard(self, guarded_ports: list[int]) -> None:
+        """Replace the guard table with one for this network."""
+        self.remove_guard()
+        subprocess.run(["nft", "-f", "-"], input=self.guard_rules(guarded_ports), text=True, check=True)
+
+    def remove_guard(self) -> None:
+        """Delete the guard table if it exists."""
+        if self.guard_installed():
+            subprocess.run(["nft", "delete", "table", "ip", self.guard_table], check=True)
+
+    def guard_installed(self) -> bool:
+        """Whether the guard table exists."""
+        result = subprocess.run(
+            ["nft", "list", "table", "ip", self.guard_table], capture_output=True, check=False
+        )
+        return result.returncode == 0
+
+    def remove(self) -> None:
+        """The pods' veth pairs, the bridge, then the guard.
+
+        A veth goes with its pod's network namespace only when the kernel gets to freeing that
+        namespace, which can take a while: deleting it here leaves no link behind at once.
+        """
+        if self.exists():
+            ports = ["ip", "-o", "link", "show", "master", self.bridge]
+            listing = subprocess.run(ports, capture_output=True, text=True, check=False)
+            for line in listing.stdout.splitlines():
+                _ip("link", "delete", line.split(":")[1].strip().split("@")[0])
+            _ip("link", "delete", self.bridge)
+        self.remove_guard()
+
+
+def _ip(*args: str) -> None:
+    result = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)} failed: {result.stderr.strip()}")

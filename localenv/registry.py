@@ -1,0 +1,131 @@
+"""The local OCI registry: serves the real node every image under its upstream name.
+
+containerd's mirror configuration (``localenv.node``) sends a pull of ``<upstream>/<path>:<tag>`` to
+``<registry>/<upstream>/<path>:<tag>``, so manifests and charts keep their real image references.
+The registry's storage lives in the build cache, so images survive ``make local-down``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from localenv import processes
+from localenv.processes import ComponentError
+
+COMPONENT = "registry"
+
+
+@dataclass(frozen=True)
+class StaticImage:
+    """An image of one static binary on an empty base, as Kubernetes' pause and CoreDNS' images are."""
+
+    reference: str
+    """The upstream reference the cluster uses, e.g. ``registry.k8s.io/pause:3.10.1``."""
+    binary: Path
+    """The binary, built by localenv/build.sh for this machine's platform."""
+    path_in_image: str
+    arguments: tuple[str, ...] = ()
+
+
+class LocalRegistry:
+    """The registry process and the images pushed into it."""
+
+    def __init__(self, *, bin_dir: Path, storage: Path, port: int, logs_dir: Path, run_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.storage = storage
+        self.port = port
+        self.logs_dir = logs_dir
+        self.run_dir = run_dir
+
+    @property
+    def address(self) -> str:
+        """host:port on loopback."""
+        return f"127.0.0.1:{self.port}"
+
+    def running(self) -> bool:
+        """Whether the registry process runs."""
+        return processes.running_pid(name=COMPONENT, run_dir=self.run_dir) is not None
+
+    def start(self) -> None:
+        """Serve ``storage`` on loopback over plain HTTP."""
+        self.storage.mkdir(parents=True, exist_ok=True)
+        config = self.run_dir / "registry.yml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "version": 0.1,
+                    "log": {"level": "warn"},
+                    "storage": {
+                        "filesystem": {"rootdirectory": str(self.storage)},
+                        "delete": {"enabled": True},
+                    },
+                    "http": {"addr": self.address},
+                }
+            )
+        )
+        processes.start(
+            name=COMPONENT,
+            argv=[str(self.bin_dir / "registry"), "serve", str(config)],
+            log_dir=self.logs_dir,
+            run_dir=self.run_dir,
+            # Tracing is on by default and would try to export spans.
+            env={**os.environ, "OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"},
+        )
+        processes.wait_until(
+            lambda: processes.port_in_use(self.port),
+            timeout=30,
+            component=COMPONENT,
+            log_path=self.logs_dir / f"{COMPONENT}.log",
+            what="listening",
+            alive=self.running,
+        )
+
+    def stop(self) -> None:
+        """Stop serving (the storage stays)."""
+        processes.stop(name=COMPONENT, run_dir=self.run_dir)
+
+    def local_reference(self, upstream_reference: str) -> str:
+        """Where the registry holds an upstream image: ``<registry>/<upstream reference>``."""
+        return f"{self.address}/{upstream_reference}"
+
+    def has(self, upstream_reference: str) -> bool:
+        """Whether the image is already pushed."""
+        result = self._crane("digest", self.local_reference(upstream_reference), check=False)
+        return result.returncode == 0
+
+    def push_static_image(self, image: StaticImage) -> None:
+        """Pack the binary as a one-layer image for linux/amd64 and push it (once)."""
+        if self.has(image.reference):
+            return
+        target = self.local_reference(image.reference)
+        with tempfile.TemporaryDirectory() as scratch:
+            layer = Path(scratch) / "layer.tar"
+            with tarfile.open(layer, "w") as archive:
+                info = archive.gettarinfo(
+                    str(image.binary.resolve()), arcname=image.path_in_image.lstrip("/")
+                )
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                with image.binary.open("rb") as binary:
+                    archive.addfile(info, binary)
+            self._crane("append", "--oci-empty-base", "-f", str(layer), "-t", target)
+            mutate = ["mutate", target, f"--entrypoint={image.path_in_image}", "--set-platform=linux/amd64"]
+            if image.arguments:
+                mutate.append(f"--cmd={','.join(image.arguments)}")
+            self._crane(*mutate, "-t", target)
+
+    def _crane(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(self.bin_dir / "crane"), "--insecure", *args], capture_output=True, text=True, check=False
+        )
+        if check and result.returncode != 0:
+            raise ComponentError(f"crane {' '.join(args)} failed: {result.stderr.strip()}")
+        return result

@@ -1,0 +1,146 @@
+"""The real node ``kai-system``: kubelet, containerd, CNI bridge, kube-proxy, CoreDNS and the local registry.
+
+Everything here runs for real on this machine: the pods are containers, the images come from the
+local registry under their upstream names, and the API server reaches the kubelet for logs, exec
+and port-forward.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from kubernetes import client
+
+from localenv.environment import LocalEnvironment
+from localenv.node import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, RealNode
+from localenv.processes import ComponentError
+from tests.waiting import wait_for
+
+
+def _coredns_pod(core: client.CoreV1Api) -> client.V1Pod:
+    pods = core.list_namespaced_pod("kube-system", label_selector="k8s-app=kube-dns").items
+    running = [pod for pod in pods if pod.status.phase == "Running"]
+    assert running, f"no running CoreDNS pod: {[(pod.metadata.name, pod.status.phase) for pod in pods]}"
+    return running[0]
+
+
+def test_node_is_ready_as_a_dedicated_system_node(core: client.CoreV1Api) -> None:
+    node = core.read_node(NODE_NAME)
+    conditions = {condition.type: condition.status for condition in node.status.conditions}
+    assert conditions["Ready"] == "True"
+    assert node.metadata.labels[SYSTEM_NODE_LABEL] == "system"
+    taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints or []]
+    assert SYSTEM_NODE_TAINT in taints
+    assert node.status.node_info.kubelet_version == "v1.34.4"
+    assert node.status.node_info.container_runtime_version.startswith("containerd://")
+    addresses = {address.type: address.address for address in node.status.addresses}
+    assert not addresses["InternalIP"].startswith("127."), "the node's address is the pod bridge's"
+
+
+def test_kubelet_has_its_own_node_identity(local_env: LocalEnvironment) -> None:
+    """Not the admin's credentials: a client certificate for system:node:kai-system in system:nodes."""
+    kubeconfig = yaml.safe_load((local_env.config.node_dir / "kubelet.kubeconfig").read_text())
+    certificate_path = kubeconfig["users"][0]["user"]["client-certificate"]
+    subject = x509.load_pem_x509_certificate(Path(certificate_path).read_bytes()).subject.rfc4514_string()
+    assert subject == f"CN=system:node:{NODE_NAME},O=system:nodes"
+
+
+def test_cluster_dns_runs_as_a_real_pod_from_the_local_registry(
+    local_env: LocalEnvironment, core: client.CoreV1Api
+) -> None:
+    pod = _coredns_pod(core)
+    assert pod.spec.node_name == NODE_NAME
+    (status,) = pod.status.container_statuses
+    assert status.image == COREDNS_IMAGE, "the upstream name, served by the local registry"
+    assert status.image_id.startswith(f"{COREDNS_IMAGE.rsplit(':', 1)[0]}@sha256:")
+    assert local_env.registry().has(COREDNS_IMAGE)
+
+
+def test_logs_exec_and_port_forward_go_through_the_api_server(
+    local_env: LocalEnvironment, core: client.CoreV1Api
+) -> None:
+    pod = _coredns_pod(core).metadata.name
+    kubectl = [str(local_env.config.bin_dir / "kubectl"), f"--kubeconfig={local_env.config.kubeconfig}"]
+    logs = local_env.kubectl("-n", "kube-system", "logs", pod)
+    assert "CoreDNS-1.12.1" in logs
+    # An exec whose command exits returns, with the command's output and exit code.
+    version = subprocess.run(
+        [*kubectl, "-n", "kube-system", "exec", pod, "--", "/coredns", "-version"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (version.returncode, "CoreDNS-1.12.1" in version.stdout) == (0, True), version.stderr
+    failing = subprocess.run(
+        [*kubectl, "-n", "kube-system", "exec", pod, "--", "/coredns", "-conf", "/does/not/exist"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert failing.returncode == 1, failing.stderr
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        local_port = probe.getsockname()[1]
+    forwarding = [*kubectl, "-n", "kube-system", "port-forward", f"pod/{pod}", f"{local_port}:9153"]
+    with subprocess.Popen(forwarding, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as forward:
+        try:
+            scraped = wait_for(
+                lambda: _get(f"http://127.0.0.1:{local_port}/metrics"),
+                timeout=30,
+                what="CoreDNS metrics through port-forward",
+            )
+            assert "coredns_build_info" in scraped
+        finally:
+            forward.terminate()
+
+
+def _get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
+
+
+def test_the_guard_keeps_pod_traffic_on_the_bridge(local_env: LocalEnvironment) -> None:
+    """Read, never tested by sending traffic out: the rules drop forwarding off the bridge."""
+    network = local_env.node().config.network
+    assert network.guard_installed()
+    listing = ["nft", "-j", "list", "table", "ip", network.guard_table]
+    ruleset: list[dict[str, Any]] = json.loads(
+        subprocess.run(listing, capture_output=True, text=True, check=True).stdout
+    )["nftables"]
+    chains = {item["chain"]["name"]: item["chain"] for item in ruleset if "chain" in item}
+    assert chains["forward"]["hook"] == "forward"
+    assert chains["forward"]["prio"] < -150, "before every other forward chain"
+    rules = [
+        json.dumps(item["rule"]["expr"])
+        for item in ruleset
+        if "rule" in item and item["rule"]["chain"] == "forward"
+    ]
+    subnet = local_env.config.pod_subnet
+    assert any(str(subnet.network_address) in rule and "!=" in rule and '"drop"' in rule for rule in rules), (
+        rules
+    )
+
+
+def test_no_pod_starts_without_the_guard(local_env: LocalEnvironment, tmp_path: Path) -> None:
+    """A node whose network has no guard refuses to start its container runtime (nothing is written)."""
+    node = local_env.node()
+    unguarded = dataclasses.replace(node.config.network, bridge="kaiunguarded0")
+    config = dataclasses.replace(node.config, network=unguarded, state_dir=tmp_path / "node")
+    with pytest.raises(ComponentError, match=f"guard .*{unguarded.guard_table}.* is missing"):
+        RealNode(config).start(kubectl=local_env.kubectl)
+    assert not (tmp_path / "node").exists()
+    assert not unguarded.exists()
