@@ -8,7 +8,9 @@ kernel settings before the node starts, and ``stop`` puts them back.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -72,6 +74,12 @@ class RealNode:
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
+
+    @property
+    def shim_socket_dir(self) -> Path:
+        """The shim sockets of containerd: outside the state directory, whose path may be too long."""
+        digest = hashlib.sha256(str(self.config.state_dir).encode()).hexdigest()[:8]
+        return Path("/run") / f"kai-scale-{digest}"
 
     @property
     def snapshot_path(self) -> Path:
@@ -252,8 +260,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
 [plugins.'io.containerd.server.v1.ttrpc']
   address = "{root}/containerd.sock.ttrpc"
 [plugins.'io.containerd.shim.v1.manager']
-  # The shims' sockets, otherwise under /run/containerd.
-  socket_dir = "{root}/shims"
+  # The shims' sockets, otherwise under /run/containerd (a short path: at most 42 characters).
+  socket_dir = "{self.shim_socket_dir}"
 
 [plugins.'io.containerd.cri.v1.images']
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
@@ -409,6 +417,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
         for point in mounts_under(str(config.state_dir)):
             subprocess.run(["umount", "-l", point], capture_output=True, check=False)
         _remove_cgroups(CGROUP_ROOT)
+        shutil.rmtree(self.shim_socket_dir, ignore_errors=True)
         config.network.remove()
         snapshot = HostSnapshot.load(self.snapshot_path)
         return snapshot.restore() if snapshot else []

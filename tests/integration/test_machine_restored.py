@@ -39,6 +39,7 @@ def test_down_leaves_the_machine_as_up_found_it(local_env: LocalEnvironment) -> 
         assert not [port for port in config.ports.by_component().values() if port_in_use(port)], "no port"
         links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
         assert "veth" not in links
+        assert not local_env.node().shim_socket_dir.exists()
         assert not config.home.exists()
     finally:
         local_env.up(node_count=0)
