@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# Builds the runner image from docker/runner/Dockerfile without Docker, and the pause image from
+# Kubernetes' source, and pushes both to an OCI registry: the runner with buildah, on base images made
+# from Debian packages by mmdebstrap, its suite compiled from a KAI source tree. Every step runs once,
+# keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
+#
+# Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP); prints the pushed references
+#        The images keep their upstream repository paths, so that a containerd mirror for the upstream
+#        registry serves them: <registry>/kai-scale-pipeline/runner:<KAI_REF>, <registry>/pause:<tag>.
+# Env:   KAI_LOCALENV_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
+#        KAI_SOURCE           KAI's source: a git checkout, or a `git archive` tarball of a commit
+#                             (default: the snapshot in /work/shared/vendor)
+#        KAI_COMMIT           KAI_SOURCE's commit, when it cannot be read from it
+#        KAI_REF              the runner image's tag: by convention the KAI ref it was built from
+#        KAI_PAUSE_TAG        the pause image's tag
+# Needs: root (buildah's storage, mmdebstrap's chroot), buildah and mmdebstrap (Debian packages), gcc
+#        with the static C library (libc6-dev), git, and Go (localenv/build.sh image-tools builds crane).
+# mmdebstrap runs its hooks with the chroot as "$1": the single quotes of the hooks are meant.
+# shellcheck disable=SC2016
+set -euo pipefail
+shopt -s inherit_errexit
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+cache_root="${KAI_LOCALENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kai-scale-pipeline}"
+images_root="$cache_root/images"
+log_dir="$cache_root/build-logs"
+
+# The runner's repository: the pipeline's default KAI_SCALE_RUNNER_IMAGE.
+RUNNER_IMAGE="ghcr.io/kai-scale-pipeline/runner"
+# The sandbox image's name that the node's runtime is configured with.
+PAUSE_IMAGE="registry.k8s.io/pause"
+KAI_SOURCE="${KAI_SOURCE:-/work/shared/vendor/kai-scheduler-d5bc503a1463.tar.gz}"
+KAI_REF="${KAI_REF:-main}"
+KAI_PAUSE_TAG="${KAI_PAUSE_TAG:-3.10}"
+# The Go of the suite's build base (KAI's go.mod asks for at least its `go` line), from the module proxy.
+GO_VERSION="1.26.8"
+DEBIAN_SUITE="bookworm"
+DEBIAN_MIRRORS=(
+  "deb http://deb.debian.org/debian $DEBIAN_SUITE main"
+  "deb http://deb.debian.org/debian $DEBIAN_SUITE-updates main"
+  "deb http://deb.debian.org/debian-security $DEBIAN_SUITE-security main"
+)
+# Modules of KAI's that the checksum database reachable here refuses (see the vendor snapshot's notes).
+KAI_GONOSUMDB="github.com/run-ai"
+# The trust store of the build's RUN steps, not copied into any image: behind a TLS-intercepting proxy
+# (as on these machines) the host's store is the one that reaches PyPI and the module proxy.
+CA_BUNDLE="/etc/ssl/certs/ca-certificates.crt"
+export GOTOOLCHAIN=local
+
+fail() {
+  echo "localenv images: $*" >&2
+  exit 1
+}
+
+[[ $# -eq 1 && "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$ ]] ||
+  fail "usage: localenv/images.sh <registry host:port>, e.g. localenv/images.sh 127.0.0.1:5000"
+registry="$1"
+[[ "$KAI_REF" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] ||
+  fail "KAI_REF '$KAI_REF' cannot be an image tag (letters, digits, '_', '.', '-'; at most 128)"
+[[ -e "$KAI_SOURCE" ]] ||
+  fail "no KAI source at $KAI_SOURCE: set KAI_SOURCE to a KAI checkout or a \`git archive\` tarball of one"
+[[ $EUID -eq 0 ]] || fail "run as root: buildah's image storage and mmdebstrap's chroot need it"
+for tool in buildah:buildah mmdebstrap:mmdebstrap gcc:gcc git:git go:"Go >= 1.26"; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 ||
+    fail "${tool%%:*} is not on PATH: install ${tool#*:} (apt-get install --no-install-recommends ${tool#*:})"
+done
+[[ -r "$CA_BUNDLE" ]] || fail "no CA bundle at $CA_BUNDLE: install ca-certificates"
+mkdir -p "$images_root" "$log_dir"
+
+# A private image store in the cache, apart from the machine's own containers.
+storage=(--root "$images_root/storage" --runroot "/run/kai-scale-pipeline/containers")
+in_store() { # <buildah arguments...>
+  buildah "${storage[@]}" "$@"
+}
+image_exists() { # <image>
+  in_store inspect --type image "$1" >/dev/null 2>&1
+}
+# A new build replaces the one its key superseded: the store keeps one image per name.
+remove_superseded() { # <image>
+  local other
+  for other in $(in_store images --format '{{.Name}}:{{.Tag}}' --filter "reference=${1%:*}"); do
+    [[ "$other" == "$1" ]] || in_store rmi "$other" >/dev/null
+  done
+  in_store rmi --prune >/dev/null 2>&1 || true
+}
+
+key_of() { # <files...>: a key that changes when any of them changes
+  cat "$@" | sha256sum | cut -c1-12
+}
+
+# Runs a step once: it writes into "<dir>.tmp", which becomes <dir> only when the step succeeds, so a
+# cache directory holds a whole result or nothing. The step's output goes to a log named after <name>.
+cached_step() { # <name> <dir> <file the dir must hold> <command...>
+  local name="$1" dir="$2" file="$3" started=$SECONDS
+  shift 3
+  local log="$log_dir/$name.log"
+  if [[ ! -e "$dir/$file" ]]; then
+    echo "building $name (log: $log)" >&2
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    "$@" >"$log" 2>&1 || { rm -rf "$dir.tmp"; fail "building $name failed; see $log"; }
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+    echo "built $name in $((SECONDS - started)) s" >&2
+  fi
+}
+
+# --- KAI's source and its commit ---
+
+kai_commit_of_source() {
+  local commit="${KAI_COMMIT:-}"
+  if [[ -z "$commit" && -d "$KAI_SOURCE/.git" ]]; then
+    [[ -z "$(git -C "$KAI_SOURCE" status --porcelain)" ]] ||
+      fail "the KAI checkout $KAI_SOURCE has local changes, so no commit describes it: commit or stash them"
+    commit="$(git -C "$KAI_SOURCE" rev-parse HEAD)"
+  elif [[ -z "$commit" && -f "$KAI_SOURCE" ]]; then
+    # `git archive` of a commit records the commit in the tarball's header.
+    # (Only its first block is read: a pipe would fail on gzip's SIGPIPE.)
+    commit="$(git get-tar-commit-id < <(gzip -dcf "$KAI_SOURCE"))" || commit=""
+  fi
+  [[ "$commit" =~ ^[0-9a-f]{40}$ ]] ||
+    fail "cannot tell the commit of $KAI_SOURCE: set KAI_COMMIT to it (40 hex digits)"
+  echo "$commit"
+}
+
+extract_kai_source() { # <tarball> <dir>
+  tar -xzf "$1" -C "$2" --strip-components=1 --no-same-owner
+}
+
+kai_source_dir() { # <commit>
+  if [[ -d "$KAI_SOURCE" ]]; then
+    echo "$KAI_SOURCE"
+    return
+  fi
+  local dir="$images_root/kai-source/$1"
+  cached_step "kai-source-${1:0:12}" "$dir" go.mod extract_kai_source "$KAI_SOURCE" "$dir.tmp"
+  echo "$dir"
+}
+
+check_go_version() { # <KAI source dir>
+  local wanted
+  wanted="$(awk '$1 == "go" {print $2; exit}' "$1/go.mod")"
+  [[ -n "$wanted" ]] || fail "$1/go.mod has no go line"
+  [[ "$(printf '%s\n%s\n' "$wanted" "$GO_VERSION" | sort -V | head -1)" == "$wanted" ]] ||
+    fail "KAI's go.mod asks for Go $wanted, the build base has $GO_VERSION: raise GO_VERSION in $0"
+}
+
+# --- Base images from Debian packages ---
+
+# What every base has: Debian's minimal system, merged /usr as Debian's own images have it (without
+# the usrmerge package and the Perl it pulls in), no documentation but the copyright files, no /dev
+# (the runtime provides it), no resolv.conf or hostname of this machine.
+debian_base_options=(
+  --variant=minbase --mode=root --format=tar
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
+  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*'
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*'
+  --dpkgopt='path-include=/usr/share/doc/*/copyright'
+  --customize-hook='rm "$1"/etc/resolv.conf "$1"/etc/hostname'
+  --skip=output/dev
+)
+
+# Makes <name>.tar and its package list with mmdebstrap, then imports it as <image>.
+debian_base() { # <name> <image> <config options for buildah config> -- <mmdebstrap options...>
+  local name="$1" image="$2" config=() dir container
+  shift 2
+  while [[ "$1" != "--" ]]; do config+=("$1") && shift; done
+  shift
+  dir="$images_root/bases/$name-${image##*:}"
+  [[ -e "$dir/rootfs.tar" ]] || rm -rf "$images_root/bases/$name-"*
+  cached_step "$name-${image##*:}" "$dir" rootfs.tar \
+    mmdebstrap "${debian_base_options[@]}" "$@" \
+    --customize-hook="chroot \"\$1\" dpkg-query -W > '$dir.tmp/packages.txt'" \
+    "$DEBIAN_SUITE" "$dir.tmp/rootfs.tar" "${DEBIAN_MIRRORS[@]}"
+  if ! image_exists "$image"; then
+    container="$(in_store from scratch)"
+    if ! { in_store add "$container" "$dir/rootfs.tar" / >/dev/null &&
+      in_store config "${config[@]}" "$container" &&
+      in_store commit --quiet --rm "$container" "$image" >/dev/null; }; then
+      in_store rm "$container" >/dev/null 2>&1
+      fail "importing $dir/rootfs.tar as $image failed"
+    fi
+    remove_superseded "$image"
+  fi
+  echo "$image"
+}
+
+base_key() { # <mmdebstrap options...> ; <extra key material on stdin>
+  { mmdebstrap --version; printf '%s\n' "${debian_base_options[@]}" "$@" "${DEBIAN_MIRRORS[@]}"; cat; } |
+    sha256sum | cut -c1-12
+}
+
+python_base() {
+  # python3 is 3.11 in bookworm; pip for the runner's install, passwd for its useradd. Debian marks
+  # its Python as managed by apt; here it is the image's own, as in the official python images.
+  local options=(
+    --include=python3 --include=python3-pip --include=passwd --include=ca-certificates
+    --customize-hook='rm "$1"/usr/lib/python3.11/EXTERNALLY-MANAGED'
+  )
+  debian_base python-base "localhost/kai-scale-pipeline/python-base:$DEBIAN_SUITE-$(base_key "${options[@]}" </dev/null)" \
+    --env LANG=C.UTF-8 --cmd python3 -- "${options[@]}"
+}
+
+go_base() {
+  # The Go distribution from the module proxy: checksummed by the Go checksum database and pinned by
+  # version, unlike whatever the host's GOROOT holds. Its zip carries no file modes, so set the
+  # commands' execute bits as the go command does when it runs a downloaded toolchain.
+  local info sum options
+  info="$(go mod download -json "golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64")" ||
+    fail "downloading Go $GO_VERSION from the module proxy failed: $info"
+  sum="$(sed -n 's/^\t"Sum": "\(.*\)",$/\1/p' <<<"$info")"
+  # Passed to the hook by name, so that the key (the module's checksum) does not depend on where the
+  # module cache is.
+  local -x KAI_GO_TOOLCHAIN
+  KAI_GO_TOOLCHAIN="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$info")"
+  [[ -d "$KAI_GO_TOOLCHAIN" && -n "$sum" ]] || fail "no Go $GO_VERSION toolchain in the module cache: $info"
+  options=(
+    --include=ca-certificates
+    --customize-hook='cp -R "$KAI_GO_TOOLCHAIN" "$1/usr/local/go" && chmod -R u+w "$1/usr/local/go"'
+    --customize-hook='chmod a+x "$1"/usr/local/go/bin/* "$1"/usr/local/go/pkg/tool/*/*'
+  )
+  debian_base go-base "localhost/kai-scale-pipeline/go-base:go$GO_VERSION-$DEBIAN_SUITE-$(base_key "${options[@]}" <<<"$sum")" \
+    --env GOPATH=/go --env GOTOOLCHAIN=local \
+    --env PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --workingdir /go -- "${options[@]}"
+}
+
+# --- The runner image ---
+
+# The files the build copies from the repository (less what .dockerignore leaves out), and the
+# Dockerfile.
+runner_inputs() {
+  echo "$repo/docker/runner/Dockerfile" "$repo/.dockerignore"
+  (cd "$repo" && find packages/runner packages/model \
+    \( -name build -o -name '*.egg-info' -o -name __pycache__ -o -name .mypy_cache -o -name .ruff_cache \) \
+    -prune -o -type f -print | LC_ALL=C sort | sed "s|^|$repo/|")
+}
+
+build_runner() { # <image> <KAI source dir> <KAI commit> <go base> <python base>
+  local go_cache="$images_root/go-build"
+  mkdir -p "$go_cache"
+  # Host networking for the RUN steps (module proxy, PyPI): no bridge on this machine. chroot isolation:
+  # crun refuses this machine's hybrid cgroup hierarchy, and a build needs no cgroups. The host's module
+  # cache and a build cache of the images' own are mounted into the RUN steps, never into the image.
+  in_store build --format docker --isolation chroot --network host --pull=never \
+    --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$go_cache:/root/.cache/go-build" \
+    --volume "$CA_BUNDLE:$CA_BUNDLE:ro" \
+    --build-context "kai-source=$2" --build-arg "KAI_COMMIT=$3" --build-arg "KAI_REF=$KAI_REF" \
+    --build-arg "GO_IMAGE=$4" --build-arg "PYTHON_IMAGE=$5" \
+    --build-arg "GOFLAGS=-mod=mod" --build-arg "GONOSUMDB=$KAI_GONOSUMDB" \
+    --tag "$1" --file "$repo/docker/runner/Dockerfile" "$repo"
+}
+
+with_time() { # prefixes each line with the time it was written: the log shows how long each step took
+  local line
+  while IFS= read -r line; do printf '%(%T)T %s\n' -1 "$line"; done
+}
+
+runner_image() { # <KAI source dir> <KAI commit> <go base> <python base>
+  local key image log started=$SECONDS
+  # shellcheck disable=SC2046 # one path per word: the repository's paths have no spaces
+  # With the build's command (the function's text, without its comments) and buildah's version.
+  key="$({ cat $(runner_inputs); printf '%s\n' "$2" "$3" "$4" "$KAI_REF" "$KAI_GONOSUMDB"; declare -f build_runner
+    buildah --version; } | sha256sum | cut -c1-12)"
+  image="localhost/kai-scale-pipeline/runner:$key"
+  if ! image_exists "$image"; then
+    log="$log_dir/runner-$key.log"
+    echo "building the runner image $image (log: $log)" >&2
+    build_runner "$image" "$@" 2>&1 | with_time >"$log" || fail "building the runner image failed; see $log"
+    remove_superseded "$image"
+    echo "built the runner image in $((SECONDS - started)) s" >&2
+  fi
+  echo "$image"
+}
+
+push_runner() { # <local image>
+  local target="$registry/${RUNNER_IMAGE#*/}:$KAI_REF" digest_file="$images_root/runner.digest"
+  in_store push --quiet --tls-verify=false --digestfile "$digest_file" "$1" "docker://$target" >&2 ||
+    fail "pushing $1 to $target failed"
+  echo "$target@$(cat "$digest_file")"
+}
+
+# --- The pause image ---
+
+# Kubernetes' own pause (build/pause/linux/pause.c of the kubernetes module localenv/go/kubernetes
+# pins), compiled as its Makefile does: static, -Os, stripped.
+pause_binary() { # prints the directory holding `pause`
+  local version source tag dir
+  version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$here/go/kubernetes/go.mod")"
+  [[ -n "$version" ]] || fail "$here/go/kubernetes/go.mod does not require k8s.io/kubernetes"
+  source="$(go env GOMODCACHE)/k8s.io/kubernetes@$version/build/pause"
+  [[ -f "$source/linux/pause.c" ]] ||
+    go mod download "k8s.io/kubernetes@$version" >/dev/null 2>&1 ||
+    fail "no pause.c: downloading k8s.io/kubernetes@$version failed"
+  tag="$(awk '$1 == "TAG" && $2 == "?=" {print $3; exit}' "$source/Makefile")"
+  dir="$images_root/pause/$(key_of "$source/linux/pause.c" <(gcc --version) <(echo "$tag $version"))"
+  cached_step "pause-$tag" "$dir" pause compile_pause "$source/linux/pause.c" "v$tag-$version" "$dir.tmp/pause"
+  echo "$dir"
+}
+
+compile_pause() { # <pause.c> <version> <output>
+  gcc -Os -Wall -Werror -static "-DVERSION=$2" -o "$3" "$1" && strip "$3"
+}
+
+push_pause() {
+  local dir layer target="$registry/${PAUSE_IMAGE#*/}:$KAI_PAUSE_TAG" crane digest
+  dir="$(pause_binary)"
+  crane="$("$here/build.sh" image-tools)/crane"
+  layer="$dir/layer.tar"
+  # Fixed owner and time, so the layer, and with it the image's digest, is the same on every run.
+  tar --create --file "$layer" --directory "$dir" --owner=0 --group=0 --numeric-owner --mtime=@0 pause
+  "$crane" append --oci-empty-base --new_layer "$layer" --new_tag "$target" >/dev/null 2>&1 ||
+    fail "pushing the pause image to $target failed (is the registry at $registry running?)"
+  digest="$("$crane" mutate --entrypoint /pause --user 65535:65535 --set-platform linux/amd64 \
+    --tag "$target" "$target" 2>/dev/null)" || fail "setting the pause image's config at $target failed"
+  echo "$target@${digest##*@}"
+}
+
+commit="$(kai_commit_of_source)"
+source_dir="$(kai_source_dir "$commit")"
+check_go_version "$source_dir"
+go_image="$(go_base)"
+python_image="$(python_base)"
+runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
+push_runner "$runner"
+push_pause

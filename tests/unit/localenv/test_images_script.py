@@ -1,0 +1,49 @@
+"""localenv/images.sh: what it pushes, and the mistakes it names before it builds anything."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+
+IMAGES = Path(__file__).resolve().parents[3] / "localenv" / "images.sh"
+
+
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(IMAGES), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_runner_is_pushed_under_the_pipelines_default_repository() -> None:
+    match = re.search(r'^RUNNER_IMAGE="([^"]+)"$', IMAGES.read_text(), re.MULTILINE)
+    assert match is not None, "images.sh names the runner's repository in RUNNER_IMAGE"
+    assert match.group(1) == DEFAULT_RUNNER_IMAGE
+
+
+def test_a_missing_registry_argument_prints_the_usage() -> None:
+    result = _run()
+    assert result.returncode == 1
+    assert "usage: localenv/images.sh <registry host:port>" in result.stderr
+
+
+def test_a_missing_kai_source_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "kai.tar.gz"
+    result = _run("127.0.0.1:5000", KAI_SOURCE=str(missing), KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
+    assert result.returncode == 1
+    assert f"no KAI source at {missing}: set KAI_SOURCE" in result.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_ref_that_cannot_be_a_tag_is_refused(tmp_path: Path) -> None:
+    result = _run("127.0.0.1:5000", KAI_REF="feature/x", KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
+    assert result.returncode == 1
+    assert "KAI_REF 'feature/x' cannot be an image tag" in result.stderr
