@@ -61,10 +61,11 @@ registry="$1"
 [[ -e "$KAI_SOURCE" ]] ||
   fail "no KAI source at $KAI_SOURCE: set KAI_SOURCE to a KAI checkout or a \`git archive\` tarball of one"
 [[ $EUID -eq 0 ]] || fail "run as root: buildah's image storage and mmdebstrap's chroot need it"
-for tool in buildah:buildah mmdebstrap:mmdebstrap gcc:gcc git:git go:"Go >= 1.26"; do
-  command -v "${tool%%:*}" >/dev/null 2>&1 ||
-    fail "${tool%%:*} is not on PATH: install ${tool#*:} (apt-get install --no-install-recommends ${tool#*:})"
+for tool in buildah mmdebstrap gcc git; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    fail "$tool is not on PATH: install it (apt-get install --no-install-recommends $tool) and retry"
 done
+command -v go >/dev/null 2>&1 || fail "no Go toolchain on PATH: install Go >= 1.26 and retry"
 [[ -r "$CA_BUNDLE" ]] || fail "no CA bundle at $CA_BUNDLE: install ca-certificates"
 mkdir -p "$images_root" "$log_dir"
 
@@ -159,7 +160,8 @@ debian_base_options=(
   --skip=output/dev
 )
 
-# Makes <name>.tar and its package list with mmdebstrap, then imports it as <image>.
+# Makes a base's root file system (rootfs.tar) and its package list with mmdebstrap, then imports it
+# into the store as <image>.
 debian_base() { # <name> <image> <config options for buildah config> -- <mmdebstrap options...>
   local name="$1" image="$2" config=() dir container
   shift 2
