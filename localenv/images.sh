@@ -69,8 +69,9 @@ command -v go >/dev/null 2>&1 || fail "no Go toolchain on PATH: install Go >= 1.
 [[ -r "$CA_BUNDLE" ]] || fail "no CA bundle at $CA_BUNDLE: install ca-certificates"
 mkdir -p "$images_root" "$log_dir"
 
-# A private image store in the cache, apart from the machine's own containers.
-storage=(--root "$images_root/storage" --runroot "/run/kai-scale-pipeline/containers")
+# A private image store in the cache, apart from the machine's own containers; its run-time state
+# beside it, so that each cache has a store of its own and removing images/ removes all of it.
+storage=(--root "$images_root/storage" --runroot "$images_root/run")
 in_store() { # <buildah arguments...>
   buildah "${storage[@]}" "$@"
 }
