@@ -25,8 +25,9 @@ COREDNS_VERSION="v1.12.1"
 CONTAINERD_VERSION="v2.3.7"
 RUNC_VERSION="v1.3.6"
 # Debian packages the real node needs: the iptables and nft commands (kube-proxy, the kubelet, the
-# pod network's guard), and libseccomp for runc (pods that ask for the RuntimeDefault seccomp profile).
-DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev)
+# pod network's guard), libseccomp for runc (pods that ask for the RuntimeDefault seccomp profile), and
+# buildah and mmdebstrap for localenv/images.sh (the runner image from its Dockerfile, without Docker).
+DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev buildah mmdebstrap git)
 # The local OCI registry (CNCF distribution) that serves the node's images, and crane to pack them.
 REGISTRY_VERSION="v3.1.2"
 CRANE_VERSION="v0.22.1"

@@ -301,6 +301,7 @@ class LocalEnvironment:
             StaticImage(reference=COREDNS_IMAGE, binary=images / "coredns", path_in_image="/coredns"),
         ):
             registry.push_static_image(image)
+        self._build_and_push_runner_image(registry)
         self.node().start(kubectl=self.kubectl)
         self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
         self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
@@ -362,6 +363,19 @@ class LocalEnvironment:
                 what=what,
                 alive=lambda name=name: processes.running_pid(name=name, run_dir=config.run_dir) is not None,  # type: ignore[misc]
             )
+
+    def _build_and_push_runner_image(self, registry: LocalRegistry) -> None:
+        """The runner image from docker/runner/Dockerfile (localenv/images.sh; cached, then only pushed)."""
+        log_path = self.config.logs_dir / "images.log"
+        with log_path.open("ab") as log:
+            result = subprocess.run(
+                [str(Path(__file__).with_name("images.sh")), registry.address],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        if result.returncode != 0:
+            raise ComponentError(f"images: building or pushing the runner image failed; see {log_path}")
 
     def _log(self, name: str) -> str:
         path = self.config.logs_dir / f"{name}.log"

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# Builds the runner image from docker/runner/Dockerfile without Docker, and the pause image from
-# Kubernetes' source, and pushes both to an OCI registry: the runner with buildah, on base images made
+# Builds the runner image from docker/runner/Dockerfile without Docker and pushes it to an OCI
+# registry: with buildah, on base images made
 # from Debian packages by mmdebstrap, its suite compiled from a KAI source tree. Every step runs once,
 # keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
 #
 # Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP); prints the pushed references
-#        The images keep their upstream repository paths, so that a containerd mirror for the upstream
-#        registry serves them: <registry>/kai-scale-pipeline/runner:<KAI_REF>, <registry>/pause:<tag>.
+#        The image keeps its upstream name under the registry, <registry>/ghcr.io/kai-scale-pipeline/runner:<KAI_REF>,
+#        where the local node's containerd looks for ghcr.io's images.
 # Env:   KAI_LOCALENV_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
 #        KAI_SOURCE           KAI's source: a git checkout, or a `git archive` tarball of a commit
-#                             (default: the snapshot in /work/shared/vendor)
+#                             (default: the snapshot in ../shared/vendor beside the repository)
 #        KAI_COMMIT           KAI_SOURCE's commit, when it cannot be read from it
 #        KAI_REF              the runner image's tag: by convention the KAI ref it was built from
-#        KAI_PAUSE_TAG        the pause image's tag
-# Needs: root (buildah's storage, mmdebstrap's chroot), buildah and mmdebstrap (Debian packages), gcc
-#        with the static C library (libc6-dev), git, and Go (localenv/build.sh image-tools builds crane).
+# Needs: root (buildah's storage, mmdebstrap's chroot), buildah and mmdebstrap (Debian packages; build.sh
+#        installs them), git, and Go.
 # mmdebstrap runs its hooks with the chroot as "$1": the single quotes of the hooks are meant.
 # shellcheck disable=SC2016
 set -euo pipefail
@@ -28,11 +27,8 @@ log_dir="$cache_root/build-logs"
 
 # The runner's repository: the pipeline's default KAI_SCALE_RUNNER_IMAGE.
 RUNNER_IMAGE="ghcr.io/kai-scale-pipeline/runner"
-# The sandbox image's name that the node's runtime is configured with.
-PAUSE_IMAGE="registry.k8s.io/pause"
-KAI_SOURCE="${KAI_SOURCE:-/work/shared/vendor/kai-scheduler-d5bc503a1463.tar.gz}"
+KAI_SOURCE="${KAI_SOURCE:-$(dirname "$repo")/shared/vendor/kai-scheduler-d5bc503a1463.tar.gz}"
 KAI_REF="${KAI_REF:-main}"
-KAI_PAUSE_TAG="${KAI_PAUSE_TAG:-3.10}"
 # The Go of the suite's build base (KAI's go.mod asks for at least its `go` line), from the module proxy.
 GO_VERSION="1.26.8"
 DEBIAN_SUITE="bookworm"
@@ -61,7 +57,7 @@ registry="$1"
 [[ -e "$KAI_SOURCE" ]] ||
   fail "no KAI source at $KAI_SOURCE: set KAI_SOURCE to a KAI checkout or a \`git archive\` tarball of one"
 [[ $EUID -eq 0 ]] || fail "run as root: buildah's image storage and mmdebstrap's chroot need it"
-for tool in buildah mmdebstrap gcc git; do
+for tool in buildah mmdebstrap git; do
   command -v "$tool" >/dev/null 2>&1 ||
     fail "$tool is not on PATH: install it (apt-get install --no-install-recommends $tool) and retry"
 done
@@ -276,46 +272,10 @@ runner_image() { # <KAI source dir> <KAI commit> <go base> <python base>
 }
 
 push_runner() { # <local image>
-  local target="$registry/${RUNNER_IMAGE#*/}:$KAI_REF" digest_file="$images_root/runner.digest"
+  local target="$registry/$RUNNER_IMAGE:$KAI_REF" digest_file="$images_root/runner.digest"
   in_store push --quiet --tls-verify=false --digestfile "$digest_file" "$1" "docker://$target" >&2 ||
     fail "pushing $1 to $target failed"
   echo "$target@$(cat "$digest_file")"
-}
-
-# --- The pause image ---
-
-# Kubernetes' own pause (build/pause/linux/pause.c of the kubernetes module localenv/go/kubernetes
-# pins), compiled as its Makefile does: static, -Os, stripped.
-pause_binary() { # prints the directory holding `pause`
-  local version source tag dir
-  version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$here/go/kubernetes/go.mod")"
-  [[ -n "$version" ]] || fail "$here/go/kubernetes/go.mod does not require k8s.io/kubernetes"
-  source="$(go env GOMODCACHE)/k8s.io/kubernetes@$version/build/pause"
-  [[ -f "$source/linux/pause.c" ]] ||
-    go mod download "k8s.io/kubernetes@$version" >/dev/null 2>&1 ||
-    fail "no pause.c: downloading k8s.io/kubernetes@$version failed"
-  tag="$(awk '$1 == "TAG" && $2 == "?=" {print $3; exit}' "$source/Makefile")"
-  dir="$images_root/pause/$(key_of "$source/linux/pause.c" <(gcc --version) <(echo "$tag $version"))"
-  cached_step "pause-$tag" "$dir" pause compile_pause "$source/linux/pause.c" "v$tag-$version" "$dir.tmp/pause"
-  echo "$dir"
-}
-
-compile_pause() { # <pause.c> <version> <output>
-  gcc -Os -Wall -Werror -static "-DVERSION=$2" -o "$3" "$1" && strip "$3"
-}
-
-push_pause() {
-  local dir layer target="$registry/${PAUSE_IMAGE#*/}:$KAI_PAUSE_TAG" crane digest
-  dir="$(pause_binary)"
-  crane="$("$here/build.sh" image-tools)/crane"
-  layer="$dir/layer.tar"
-  # Fixed owner and time, so the layer, and with it the image's digest, is the same on every run.
-  tar --create --file "$layer" --directory "$dir" --owner=0 --group=0 --numeric-owner --mtime=@0 pause
-  "$crane" append --oci-empty-base --new_layer "$layer" --new_tag "$target" >/dev/null 2>&1 ||
-    fail "pushing the pause image to $target failed (is the registry at $registry running?)"
-  digest="$("$crane" mutate --entrypoint /pause --user 65535:65535 --set-platform linux/amd64 \
-    --tag "$target" "$target" 2>/dev/null)" || fail "setting the pause image's config at $target failed"
-  echo "$target@${digest##*@}"
 }
 
 commit="$(kai_commit_of_source)"
@@ -325,4 +285,3 @@ go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
 push_runner "$runner"
-push_pause

@@ -19,7 +19,9 @@ import pytest
 import yaml
 from cryptography import x509
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv.environment import LocalEnvironment
 from localenv.node import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, RealNode
 from localenv.processes import ComponentError
@@ -144,3 +146,117 @@ def test_no_pod_starts_without_the_guard(local_env: LocalEnvironment, tmp_path: 
         RealNode(config).start(kubectl=local_env.kubectl)
     assert not (tmp_path / "node").exists()
     assert not unguarded.exists()
+
+
+RUNNER_IMAGE = f"{DEFAULT_RUNNER_IMAGE}:main"
+ON_THE_SYSTEM_NODE = {
+    "nodeSelector": {SYSTEM_NODE_LABEL: "system"},
+    "tolerations": [{**SYSTEM_NODE_TAINT, "operator": "Equal"}],
+}
+# In the runner image: the pod's own API client from its mounted ServiceAccount token, and cluster DNS.
+IN_CLUSTER_PROBE = """
+import socket, sys
+from kubernetes import client, config
+config.load_incluster_config()
+pods = client.CoreV1Api().list_namespaced_pod(sys.argv[1]).items
+print("pods:", sorted(pod.metadata.name for pod in pods))
+print("kubernetes:", socket.gethostbyname("kubernetes.default.svc.cluster.local"))
+print("kube-dns:", socket.gethostbyname("kube-dns.kube-system"))
+"""
+
+
+def _runner_pod(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            **ON_THE_SYSTEM_NODE,
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "runner", "image": RUNNER_IMAGE, "imagePullPolicy": "Always", "command": command}
+            ],
+            **spec,
+        },
+    }
+
+
+def _wait_for_default_service_account(core: client.CoreV1Api, namespace: str) -> None:
+    """A pod is refused until the namespace's default ServiceAccount exists."""
+
+    def exists() -> bool:
+        try:
+            core.read_namespaced_service_account("default", namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    wait_for(exists, timeout=30, what=f"the default ServiceAccount of {namespace}")
+
+
+def _finished(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Pod:
+    def finished() -> client.V1Pod | None:
+        pod = core.read_namespaced_pod(name, namespace)
+        return pod if pod.status.phase in {"Succeeded", "Failed"} else None
+
+    return wait_for(
+        finished,
+        timeout=120,
+        what=f"pod {name} to finish",
+        interval=0.5,
+    )
+
+
+def test_a_runner_pod_uses_in_cluster_config_and_cluster_dns(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """The runner image from the local registry, as a real pod.
+
+    It reaches the API through the kubernetes Service with the pod's own token (RBAC applies), and
+    CoreDNS resolves the cluster's names.
+    """
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
+        },
+    )
+    _wait_for_default_service_account(core, namespace)
+    probe = _runner_pod("probe", ["python3", "-c", IN_CLUSTER_PROBE, namespace])
+    core.create_namespaced_pod(namespace, probe)
+    pod = _finished(core, namespace, "probe")
+    log = core.read_namespaced_pod_log("probe", namespace)
+    assert pod.status.phase == "Succeeded", log
+    assert pod.spec.node_name == NODE_NAME
+    assert "pods: ['probe']" in log
+    assert "kubernetes: 10.0.0.1" in log
+    assert "kube-dns: 10.0.0.10" in log
+    (status,) = pod.status.container_statuses
+    assert status.image_id.startswith(f"{DEFAULT_RUNNER_IMAGE}@sha256:"), "pulled by digest, recorded"
+
+
+def test_a_runner_pod_reports_its_termination_message_and_deadline(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    _wait_for_default_service_account(core, namespace)
+    write_and_fail = "echo 'spec failed: reclaim' > /dev/termination-log; exit 3"
+    core.create_namespaced_pod(namespace, _runner_pod("fails", ["sh", "-c", write_and_fail]))
+    core.create_namespaced_pod(namespace, _runner_pod("overruns", ["sleep", "600"], activeDeadlineSeconds=5))
+    failed = _finished(core, namespace, "fails")
+    terminated = failed.status.container_statuses[0].state.terminated
+    assert (failed.status.phase, terminated.exit_code, terminated.reason) == ("Failed", 3, "Error")
+    assert terminated.message.strip() == "spec failed: reclaim"
+    overran = _finished(core, namespace, "overruns")
+    assert (overran.status.phase, overran.status.reason) == ("Failed", "DeadlineExceeded")
