@@ -175,8 +175,8 @@ class LocalEnvironment:
     def _check_ports(self) -> None:
         busy = [
             f"{name} port {port}"
-            for name, port in self.config.ports.by_component().items()
-            if processes.port_in_use(port) and (self.config.real_node or name != "registry")
+            for name, port in self.config.own_ports().items()
+            if processes.port_in_use(port)
         ]
         if busy:
             raise ComponentError(
@@ -472,7 +472,7 @@ class LocalEnvironment:
         _remove_state(config.home, keep=config.logs_dir if keep_logs else None)
 
         def busy_ports() -> list[str]:
-            ports = config.ports.by_component().items()
+            ports = config.own_ports().items()
             return [f"{name} ({port})" for name, port in ports if processes.port_in_use(port)]
 
         # A killed process releases its sockets a moment after the signal.

@@ -162,6 +162,13 @@ class Settings:
         """The S3 endpoint's URL."""
         return f"http://127.0.0.1:{self.ports.s3}"
 
+    def own_ports(self) -> dict[str, int]:
+        """The loopback ports this environment listens on, by component (the registry: with the node)."""
+        ports = self.ports.by_component()
+        if not self.real_node:
+            del ports["registry"]
+        return ports
+
     @property
     def node_dir(self) -> Path:
         """The real node's state: containerd's root, the kubelet's root directory, pod logs, CNI state."""

@@ -51,7 +51,7 @@ def test_component_that_does_not_come_up_is_named_and_nothing_is_left(
         second.up(node_count=0)
     assert not (tmp_path / "broken").exists()
     assert not list(processes_under(str(tmp_path / "broken")))
-    assert not any(port_in_use(port) for port in second.config.ports.by_component().values())
+    assert not any(port_in_use(port) for port in second.config.own_ports().values())
 
 
 def test_down_leaves_no_process_port_or_directory(
@@ -76,7 +76,7 @@ def test_down_leaves_no_process_port_or_directory(
     assert not home.exists()
     assert not list(processes_under(str(home)))
     assert not any(os.path.exists(f"/proc/{pid}") and _not_zombie(pid) for pid in pids)
-    assert not any(port_in_use(port) for port in second.config.ports.by_component().values())
+    assert not any(port_in_use(port) for port in second.config.own_ports().values())
     assert local_env.config.kubeconfig.read_text() == kubeconfig_before
 
 

@@ -36,7 +36,7 @@ def test_down_leaves_the_machine_as_up_found_it(local_env: LocalEnvironment) -> 
         assert HostSnapshot.take().sysctls == before.sysctls, "kernel settings restored"
         assert [path for path in FIXED_PATHS if Path(path).exists()] == before.existing_paths
         assert not any((hierarchy / CGROUP_ROOT).exists() for hierarchy in Path("/sys/fs/cgroup").iterdir())
-        assert not [port for port in config.ports.by_component().values() if port_in_use(port)], "no port"
+        assert not [port for port in config.own_ports().values() if port_in_use(port)], "no port"
         links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
         assert "veth" not in links
         assert not local_env.node().shim_socket_dir.exists()
