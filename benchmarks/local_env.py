@@ -1,4 +1,7 @@
-"""Benchmarks of the local environment: warm start, nodes Ready after a NodePool is applied, memory.
+"""Benchmarks of the local environment: start, runner pod start, nodes Ready, memory.
+
+Times a warm start, a runner pod from creation to Running on the real node, nodes Ready after the
+NodePool is applied, and each process' memory.
 
 Usage: ``make bench`` or ``.venv/bin/python benchmarks/local_env.py [--nodes 500 5000] [--cold-build]``.
 Prints a Markdown table; docs/benchmarks.md keeps the figures with the command that produced them.
@@ -18,7 +21,9 @@ from pathlib import Path
 
 from kubernetes import client, config
 
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv.environment import LocalEnvironment
+from localenv.node import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import processes_under
 from localenv.settings import Settings
 
@@ -41,6 +46,46 @@ def warm_up_seconds(environment: LocalEnvironment) -> float:
     started = time.monotonic()
     environment.up(node_count=0)
     return time.monotonic() - started
+
+
+def runner_pod_start_seconds(core: client.CoreV1Api, *, repeat: int = 5) -> list[float]:
+    """Create a runner pod on the real node (image pulled, ``Always``) and time it until Running."""
+    namespace = "kai-scale-bench"
+    core.create_namespace({"metadata": {"name": namespace}})
+    try:
+        while not core.list_namespaced_service_account(namespace).items:
+            time.sleep(0.2)
+        seconds = []
+        for attempt in range(repeat):
+            name = f"runner-start-{attempt}"
+            pod = {
+                "metadata": {"name": name},
+                "spec": {
+                    "nodeSelector": {SYSTEM_NODE_LABEL: "system"},
+                    "tolerations": [{**SYSTEM_NODE_TAINT, "operator": "Equal"}],
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "runner",
+                            "image": f"{DEFAULT_RUNNER_IMAGE}:main",
+                            "imagePullPolicy": "Always",
+                            "command": ["sleep", "600"],
+                        }
+                    ],
+                },
+            }
+            started = time.monotonic()
+            core.create_namespaced_pod(namespace, pod)
+            while core.read_namespaced_pod(name, namespace).status.phase != "Running":
+                if time.monotonic() - started > 120:
+                    raise RuntimeError(f"runner pod {name} not Running after 120 s")
+                time.sleep(0.05)
+            seconds.append(time.monotonic() - started)
+            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+        return seconds
+    finally:
+        core.delete_namespace(namespace)
 
 
 def ready_nodes(core: client.CoreV1Api) -> int:
@@ -102,6 +147,14 @@ def main() -> None:
     configuration = client.Configuration()
     config.load_kube_config(str(environment.config.kubeconfig), client_configuration=configuration)
     core = client.CoreV1Api(client.ApiClient(configuration))
+    if environment.config.real_node:
+        starts = sorted(runner_pod_start_seconds(core))
+        rows.append(
+            (
+                "runner pod from creation to Running on kai-system (pull Always), 5 pods",
+                f"median {starts[len(starts) // 2]:.1f} s, max {starts[-1]:.1f} s",
+            )
+        )
     for count in options.nodes:
         rows.append(
             (

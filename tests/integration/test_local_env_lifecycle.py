@@ -47,9 +47,13 @@ def test_component_that_does_not_come_up_is_named_and_nothing_is_left(
     (broken_bin / "etcd").chmod(0o755)
     second = _second_environment(local_env, tmp_path / "broken")
     second = LocalEnvironment(dataclasses.replace(second.config, bin_dir=broken_bin))
-    with pytest.raises(ComponentError, match=r"kwokctl could not create the cluster.*kwokctl\.log"):
+    with pytest.raises(ComponentError, match=r"kwokctl could not create the cluster.*kwokctl\.log") as failed:
         second.up(node_count=0)
-    assert not (tmp_path / "broken").exists()
+    # Only the logs stay, so the log the message names exists and says what failed.
+    assert [path.name for path in (tmp_path / "broken").iterdir()] == ["logs"]
+    kwokctl_log = second.config.logs_dir / "kwokctl.log"
+    assert str(kwokctl_log) in str(failed.value)
+    assert "etcd: simulated start failure" in kwokctl_log.read_text()
     assert not list(processes_under(str(tmp_path / "broken")))
     assert not any(port_in_use(port) for port in second.config.own_ports().values())
 
