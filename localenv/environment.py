@@ -444,7 +444,8 @@ class LocalEnvironment:
             shutil.copytree(self.cluster_logs_dir(), self.kept_cluster_logs_dir(), dirs_exist_ok=True)
         for name in reversed(OWN_COMPONENTS):
             processes.stop(name=name, run_dir=config.run_dir)
-        if config.real_node:
+        # What up did, not what the setting says now: the node left its snapshot if it started.
+        if config.real_node or self.node().snapshot_path.exists():
             for change in self.node().stop():
                 print(f"restored: {change}")
             self.registry().stop()

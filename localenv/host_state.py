@@ -19,8 +19,11 @@ from typing import Any
 SYSCTLS = (
     "net/ipv4/ip_forward",
     "vm/overcommit_memory",
+    "vm/panic_on_oom",
     "kernel/panic",
     "kernel/panic_on_oops",
+    "kernel/keys/root_maxkeys",
+    "kernel/keys/root_maxbytes",
 )
 # Fixed paths the kubelet, containerd or the CNI plugins create (they have no setting to move them).
 FIXED_PATHS = (
@@ -32,7 +35,14 @@ FIXED_PATHS = (
     "/var/log/pods",
     "/var/lib/cni",
     "/run/netns",
+    # buildah (localenv/images.sh) keeps its blob cache and CNI directory there.
+    "/var/lib/containers",
+    "/etc/cni",
 )
+# What kube-proxy and the kubelet add to nftables (through iptables-nft): these tables, and chains
+# with these prefixes in tables that were already there. Nothing else is touched.
+NODE_NFT_TABLES = {"filter", "nat", "mangle"}
+NODE_NFT_CHAIN_PREFIXES = ("KUBE-", "CNI-")
 
 
 @dataclass(frozen=True)
@@ -90,10 +100,15 @@ class HostSnapshot:
         for table, chains in nft_chains().items():
             family, name = table.split(" ", 1)
             if table not in self.nft_chains:
-                _nft("delete", "table", family, name)
-                removed.append(f"nftables table {table}")
+                if name in NODE_NFT_TABLES:
+                    _nft("delete", "table", family, name)
+                    removed.append(f"nftables table {table}")
                 continue
-            new = [chain for chain in chains if chain not in self.nft_chains[table]]
+            new = [
+                chain
+                for chain in chains
+                if chain not in self.nft_chains[table] and chain.startswith(NODE_NFT_CHAIN_PREFIXES)
+            ]
             # Rules of old chains that jump to a new one go first, then the new chains.
             for chain in self.nft_chains[table]:
                 for handle in _rules_jumping_to(family, name, chain, set(new)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -88,12 +89,31 @@ class RealNode:
 
     # ---- start ---------------------------------------------------------------------------------------
     def prepare_host(self) -> None:
-        """Snapshot the machine, then the guard and the bridge: before the API server binds every address."""
-        self.config.state_dir.mkdir(parents=True, exist_ok=True)
+        """Snapshot the machine, then the guard and the bridge: before the API server binds every address.
+
+        One node per machine: a bridge of the same name without this environment's snapshot belongs to
+        another environment's node.
+        """
+        config = self.config
+        if _cgroup_v2_only():
+            raise processes.ComponentError(
+                "the real node needs cgroups v1 (or a hybrid v1/v2 machine): this one has cgroup2 only"
+            )
+        if config.network.exists() and not self.snapshot_path.exists():
+            raise processes.ComponentError(
+                f"bridge {config.network.bridge} exists but is not this environment's: another local "
+                "environment's node runs on this machine (one per machine); stop it with its "
+                "`make local-down`, or start this one with KAI_LOCALENV_REAL_NODE=0"
+            )
+        config.state_dir.mkdir(parents=True, exist_ok=True)
         if not self.snapshot_path.exists():
             HostSnapshot.take().save(self.snapshot_path)
-        if not self.config.network.exists():
-            self.config.network.create(guarded_ports=[self.config.api_server_port, self.config.kubelet_port])
+        # Always (again): a guard removed by hand must not leave a restarted API server unguarded.
+        guarded_ports = [config.api_server_port, config.kubelet_port]
+        if config.network.exists():
+            config.network.install_guard(guarded_ports)
+        else:
+            config.network.create(guarded_ports=guarded_ports)
 
     def start(self, *, kubectl: Callable[..., str]) -> None:
         """containerd, then the kubelet (Ready node), then kube-proxy; never without the guard."""
@@ -337,7 +357,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
                 "containerRuntimeEndpoint": f"unix://{self._path('containerd/containerd.sock')}",
                 "cgroupDriver": "cgroupfs",
                 "cgroupRoot": f"/{CGROUP_ROOT}",
-                # This machine has cgroups v1, which 1.34 refuses unless told otherwise.
+                # The node runs on cgroups v1 (prepare_host refuses v2 alone), which 1.34 refuses
+                # unless told otherwise.
                 "failCgroupV1": False,
                 "podLogsDir": str(self._path("pod-logs")),
                 "authentication": {
@@ -395,8 +416,6 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
         _write(self._path(relative), yaml.safe_dump(document, sort_keys=False))
 
     def _write_json(self, relative: str, document: dict[str, object]) -> None:
-        import json  # noqa: PLC0415 - only the CNI configuration is JSON
-
         _write(self._path(relative), json.dumps(document, indent=2))
 
     # ---- stop ----------------------------------------------------------------------------------------
@@ -418,9 +437,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
             subprocess.run(["umount", "-l", point], capture_output=True, check=False)
         _remove_cgroups(CGROUP_ROOT)
         shutil.rmtree(self.shim_socket_dir, ignore_errors=True)
-        config.network.remove()
+        # Kernel settings (IP forwarding off) before the guard goes.
         snapshot = HostSnapshot.load(self.snapshot_path)
-        return snapshot.restore() if snapshot else []
+        restored = snapshot.restore() if snapshot else []
+        config.network.remove()
+        return restored
 
 
 def _node_ready(kubectl: Callable[..., str]) -> bool:
@@ -449,6 +470,11 @@ def _kill_processes_under(path: str) -> None:
     for pid in processes.processes_under(path):
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+def _cgroup_v2_only() -> bool:
+    """Whether /sys/fs/cgroup is the unified hierarchy alone (it then has cgroup.controllers)."""
+    return Path("/sys/fs/cgroup/cgroup.controllers").exists()
 
 
 def _cgroup_hierarchies() -> list[Path]:

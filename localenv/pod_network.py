@@ -4,7 +4,7 @@ The CNI bridge plugin turns on IP forwarding, after which a pod's packet to an o
 leave through the machine's own interface. The guard is an nftables table of its own, installed
 before the first pod and removed by ``down``: nothing from or to the pod network is forwarded through
 any interface but the bridge, and the servers that listen on every address (the API server, the
-kubelet) answer only loopback and the bridge.
+kubelet) answer only loopback and the bridge, over IPv4 and IPv6.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class PodNetwork:
 
     @property
     def guard_table(self) -> str:
-        """The nftables table (family ip) of this network's guard."""
+        """The nftables table (family inet: IPv4 and IPv6) of this network's guard."""
         return f"{self.bridge}_guard"
 
     @property
@@ -47,7 +47,7 @@ class PodNetwork:
         """The guard as an nftables script (one table: created and deleted atomically)."""
         ports = ", ".join(str(port) for port in guarded_ports)
         return f"""
-table ip {self.guard_table} {{
+table inet {self.guard_table} {{
     chain forward {{
         type filter hook forward priority -300; policy accept;
         ip saddr {self.subnet} oifname != "{self.bridge}" drop
@@ -70,7 +70,7 @@ table ip {self.guard_table} {{
     def remove_guard(self) -> None:
         """Delete the guard table if it exists."""
         if self.guard_installed():
-            subprocess.run(["nft", "delete", "table", "ip", self.guard_table], check=True)
+            subprocess.run(["nft", "delete", "table", "inet", self.guard_table], check=True)
 
     def guard_installed(self) -> bool:
         """Whether the guard table exists."""
@@ -89,12 +89,15 @@ table ip {self.guard_table} {{
             ports = ["ip", "-o", "link", "show", "master", self.bridge]
             listing = subprocess.run(ports, capture_output=True, text=True, check=False)
             for line in listing.stdout.splitlines():
-                _ip("link", "delete", line.split(":")[1].strip().split("@")[0])
-            _ip("link", "delete", self.bridge)
+                # Gone already when the kernel freed its pod's namespace in the meantime.
+                _ip("link", "delete", line.split(":")[1].strip().split("@")[0], missing_ok=True)
+            _ip("link", "delete", self.bridge, missing_ok=True)
         self.remove_guard()
 
 
-def _ip(*args: str) -> None:
+def _ip(*args: str, missing_ok: bool = False) -> None:
     result = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if missing_ok and "Cannot find device" in result.stderr:
+        return
     if result.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)} failed: {result.stderr.strip()}")

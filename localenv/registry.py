@@ -101,6 +101,10 @@ class LocalRegistry:
         result = self._crane("digest", self.local_reference(upstream_reference), check=False)
         return result.returncode == 0
 
+    def digest(self, upstream_reference: str) -> str:
+        """The digest of the image the registry serves under that name."""
+        return self._crane("digest", self.local_reference(upstream_reference)).stdout.strip()
+
     def push_static_image(self, image: StaticImage) -> None:
         """Pack the binary as a one-layer image for linux/amd64 and push it (once)."""
         if self.has(image.reference):

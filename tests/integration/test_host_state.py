@@ -1,58 +1,80 @@
-"""The host snapshot puts this machine's real nftables back as they were.
+"""The host snapshot puts nftables back as they were, touching only what kube-proxy and the kubelet add.
 
-New tables go; new chains in old tables go with the rules that jump to them; what was there stays.
+Runs on real nftables, in a network namespace of the test's own (nftables are per namespace), so the
+session's node and the machine's own rules are never touched.
 """
 
 from __future__ import annotations
 
 import subprocess
-import uuid
-from collections.abc import Iterator
+import sys
+import textwrap
 
-import pytest
+from tests.conftest import REPO
 
-from localenv.host_state import HostSnapshot, nft_chains
+SCENARIO = textwrap.dedent(
+    """
+    import subprocess
+    from localenv.host_state import HostSnapshot, nft_chains
 
+    def nft(script):
+        subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
 
-def _nft(script: str) -> None:
-    subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
-
-
-@pytest.fixture
-def table() -> Iterator[str]:
-    """A table of this test's own with one chain, like one another program made before the node."""
-    name = f"kai_test_{uuid.uuid4().hex[:6]}"
-    chain = "type filter hook forward priority 50; policy accept;"
-    _nft(f"table ip {name} {{\n chain before {{\n {chain}\n }}\n}}\n")
-    yield name
-    subprocess.run(["nft", "delete", "table", "ip", name], capture_output=True, check=False)
-
-
-def test_restore_removes_what_came_after_and_keeps_what_was_there(table: str) -> None:
+    # Before the node: a table of another program's, and a node-named table that was already there.
+    nft('''
+    table ip other {
+        chain before {
+            type filter hook forward priority 50; policy accept;
+        }
+    }
+    table ip nat {
+        chain THEIRS {
+        }
+    }
+    ''')
     snapshot = HostSnapshot.take()
-    new_table = f"{table}_new"
-    _nft(
-        f"""
-        table ip {table} {{
-            chain KUBE-NEW {{
-            }}
-            chain before {{
-                ip daddr 10.0.0.1 jump KUBE-NEW
-            }}
-        }}
-        table ip {new_table} {{
-            chain KUBE-ALSO {{
-            }}
-        }}
-        """
+    # What a node adds, and what someone else adds meanwhile.
+    nft('''
+    table ip filter {
+        chain KUBE-FIREWALL {
+        }
+    }
+    table ip nat {
+        chain KUBE-SERVICES {
+        }
+        chain THEIRS {
+            ip daddr 10.0.0.1 jump KUBE-SERVICES
+        }
+        chain theirs-later {
+        }
+    }
+    table ip libvirt_like {
+        chain guest {
+        }
+    }
+    ''')
+    restored = snapshot.restore()
+    after = nft_chains()
+    assert "nftables table ip filter" in restored, restored
+    assert "nftables chain ip nat KUBE-SERVICES" in restored, restored
+    assert "ip filter" not in after, after
+    assert after["ip nat"] == ["THEIRS", "theirs-later"], after
+    assert after["ip other"] == ["before"], after
+    assert after["ip libvirt_like"] == ["guest"], "not the node's: kept"
+    jumps = subprocess.run(["nft", "list", "chain", "ip", "nat", "THEIRS"], capture_output=True, text=True)
+    assert "jump" not in jumps.stdout, jumps.stdout
+    print("ok")
+    """
+)
+
+
+def test_restore_removes_only_what_the_node_added() -> None:
+    result = subprocess.run(
+        ["unshare", "--net", "--", sys.executable, "-c", SCENARIO],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
-    try:
-        restored = snapshot.restore()
-    finally:
-        subprocess.run(["nft", "delete", "table", "ip", new_table], capture_output=True, check=False)
-    assert f"nftables table ip {new_table}" in restored
-    assert f"nftables chain ip {table} KUBE-NEW" in restored
-    assert nft_chains()[f"ip {table}"] == ["before"]
-    listing = ["nft", "list", "chain", "ip", table, "before"]
-    assert "jump" not in subprocess.run(listing, capture_output=True, text=True, check=True).stdout
-    assert nft_chains() == snapshot.nft_chains
+    assert (result.returncode, result.stdout.strip()) == (0, "ok"), result.stderr

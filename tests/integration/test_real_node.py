@@ -63,8 +63,8 @@ def test_cluster_dns_runs_as_a_real_pod_from_the_local_registry(
     assert pod.spec.node_name == NODE_NAME
     (status,) = pod.status.container_statuses
     assert status.image == COREDNS_IMAGE, "the upstream name, served by the local registry"
-    assert status.image_id.startswith(f"{COREDNS_IMAGE.rsplit(':', 1)[0]}@sha256:")
-    assert local_env.registry().has(COREDNS_IMAGE)
+    pushed = local_env.registry().digest(COREDNS_IMAGE)
+    assert status.image_id == f"{COREDNS_IMAGE.rsplit(':', 1)[0]}@{pushed}", "the image the registry serves"
 
 
 def test_logs_exec_and_port_forward_go_through_the_api_server(
@@ -116,25 +116,42 @@ def _get(url: str) -> str | None:
 
 
 def test_the_guard_keeps_pod_traffic_on_the_bridge(local_env: LocalEnvironment) -> None:
-    """Read, never tested by sending traffic out: the rules drop forwarding off the bridge."""
+    """Read, never tested by sending traffic out.
+
+    One inet table (IPv4 and IPv6): forwarding of the pod subnet off the bridge is dropped, and the API
+    server's and kubelet's ports answer only loopback and the bridge.
+    """
     network = local_env.node().config.network
     assert network.guard_installed()
-    listing = ["nft", "-j", "list", "table", "ip", network.guard_table]
+    listing = ["nft", "-j", "list", "table", "inet", network.guard_table]
     ruleset: list[dict[str, Any]] = json.loads(
         subprocess.run(listing, capture_output=True, text=True, check=True).stdout
     )["nftables"]
     chains = {item["chain"]["name"]: item["chain"] for item in ruleset if "chain" in item}
-    assert chains["forward"]["hook"] == "forward"
-    assert chains["forward"]["prio"] < -150, "before every other forward chain"
-    rules = [
-        json.dumps(item["rule"]["expr"])
-        for item in ruleset
-        if "rule" in item and item["rule"]["chain"] == "forward"
-    ]
-    subnet = local_env.config.pod_subnet
-    assert any(str(subnet.network_address) in rule and "!=" in rule and '"drop"' in rule for rule in rules), (
-        rules
+    assert {name: (chain["family"], chain["hook"]) for name, chain in chains.items()} == {
+        "forward": ("inet", "forward"),
+        "input": ("inet", "input"),
+    }
+    assert all(chain["prio"] < -150 for chain in chains.values()), "before every other chain of the hook"
+    rules = {
+        name: [
+            json.dumps(item["rule"]["expr"]) for item in ruleset if item.get("rule", {}).get("chain") == name
+        ]
+        for name in chains
+    }
+    subnet, bridge = str(local_env.config.pod_subnet.network_address), network.bridge
+    assert (
+        sum(
+            subnet in rule and bridge in rule and '"!="' in rule and '"drop"' in rule
+            for rule in rules["forward"]
+        )
+        == 2
     )
+    ports = {local_env.config.ports.kube_apiserver, local_env.config.ports.kubelet}
+    (port_rule,) = [rule for rule in rules["input"] if '"dport"' in rule]
+    assert '"drop"' in port_rule
+    assert all(str(port) in port_rule for port in ports)
+    assert '"ip6"' not in port_rule, "the ports' rule matches both address families"
 
 
 def test_no_pod_starts_without_the_guard(local_env: LocalEnvironment, tmp_path: Path) -> None:
