@@ -1,20 +1,110 @@
-"""Deployment settings of the pipeline, read from the worker's environment when a task runs.
+"""Deployment settings of the pipeline: environment variables, read when the DAG file is parsed.
 
-Nothing here is read when a DAG file is parsed, so parsing never depends on a deployment.
+The dag-processor parses it (the alerts are attached then), and so does each worker before it runs a
+task: give all of them the same environment. Reading touches no network, Variable or Connection, so
+parsing never depends on a reachable deployment; a bad value is an import error of the DAG file that
+names the variable, the value and what is expected.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from datetime import timedelta
+from email.utils import parseaddr
 from pathlib import Path
 
+from kai_scale_model.durations import parse_duration
+
 DEFAULT_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner"
+# The SMTP provider's default connection.
+DEFAULT_SMTP_CONN_ID = "smtp_default"
+_ADDRESS = re.compile(r"[^\s<>@,;]+@[^\s<>@,;]+")
+
+
+class SettingsError(ValueError):
+    """A deployment setting with a value the pipeline cannot use; the message names the variable."""
+
+
+def _optional(name: str) -> str | None:
+    """The variable's value, or None when it is unset or blank (compose passes unset ones as "")."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _address(name: str, text: str) -> str:
+    """``ops@example.com`` or ``KAI team <ops@example.com>``, as the mail's headers will carry it."""
+    _, address = parseaddr(text)
+    if not _ADDRESS.fullmatch(address) or not (text == address or text.endswith(f"<{address}>")):
+        raise SettingsError(f"{name} must be mail addresses like ops@example.com, got {text!r}")
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlertSettings:
+    """Where the pipeline's alerts go. Off by default: without a channel no notifier is attached."""
+
+    email_to: tuple[str, ...]
+    """``KAI_SCALE_ALERT_EMAIL_TO``: recipients of the alert mail, comma-separated (none: no mail)."""
+    email_from: str | None
+    """``KAI_SCALE_ALERT_EMAIL_FROM``: the sender; None takes the SMTP connection's ``from_email``."""
+    smtp_conn_id: str
+    """``KAI_SCALE_ALERT_SMTP_CONN_ID``: the Airflow SMTP connection the mail goes through."""
+    webhook_conn_id: str | None
+    """``KAI_SCALE_ALERT_WEBHOOK_CONN_ID``: an Airflow HTTP connection whose host is the webhook's URL."""
+    run_alert_after: timedelta | None
+    """``KAI_SCALE_RUN_ALERT_AFTER``: alert when a run is still going this long after it was queued."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any channel is set."""
+        return bool(self.email_to or self.webhook_conn_id)
+
+    @classmethod
+    def from_environment(cls) -> AlertSettings:
+        """Read the ``KAI_SCALE_ALERT_*`` variables and ``KAI_SCALE_RUN_ALERT_AFTER``."""
+        email_to = tuple(
+            _address("KAI_SCALE_ALERT_EMAIL_TO", part.strip())
+            for part in (_optional("KAI_SCALE_ALERT_EMAIL_TO") or "").split(",")
+            if part.strip()
+        )
+        email_from = _optional("KAI_SCALE_ALERT_EMAIL_FROM")
+        smtp_conn_id = _optional("KAI_SCALE_ALERT_SMTP_CONN_ID")
+        for name, value in (
+            ("KAI_SCALE_ALERT_EMAIL_FROM", email_from),
+            ("KAI_SCALE_ALERT_SMTP_CONN_ID", smtp_conn_id),
+        ):
+            if value is not None and not email_to:
+                # Half a mail setting is a mail that silently never goes out.
+                raise SettingsError(f"{name} is set ({value!r}) but KAI_SCALE_ALERT_EMAIL_TO is not")
+        after_text = _optional("KAI_SCALE_RUN_ALERT_AFTER")
+        run_alert_after = None
+        if after_text is not None:
+            try:
+                run_alert_after = parse_duration(after_text)
+            except ValueError as error:
+                raise SettingsError(f"KAI_SCALE_RUN_ALERT_AFTER {error}") from None
+            if run_alert_after <= timedelta(0):
+                raise SettingsError(f"KAI_SCALE_RUN_ALERT_AFTER must be positive, got {after_text!r}")
+        settings = cls(
+            email_to=email_to,
+            email_from=_address("KAI_SCALE_ALERT_EMAIL_FROM", email_from) if email_from else None,
+            smtp_conn_id=smtp_conn_id or DEFAULT_SMTP_CONN_ID,
+            webhook_conn_id=_optional("KAI_SCALE_ALERT_WEBHOOK_CONN_ID"),
+            run_alert_after=run_alert_after,
+        )
+        if run_alert_after is not None and not settings.enabled:
+            raise SettingsError(
+                f"KAI_SCALE_RUN_ALERT_AFTER is set ({after_text!r}) but no alert channel is: "
+                "set KAI_SCALE_ALERT_EMAIL_TO or KAI_SCALE_ALERT_WEBHOOK_CONN_ID"
+            )
+        return settings
 
 
 @dataclass(frozen=True, kw_only=True)
 class PipelineSettings:
-    """Where the pipeline runs and where its results go."""
+    """Where the pipeline runs, where its results go and who hears about a bad run."""
 
     kubernetes_conn_id: str
     """Airflow connection of the target cluster."""
@@ -26,6 +116,8 @@ class PipelineSettings:
     """Bucket of the run outputs and the published results."""
     results_prefix: str
     """Prefix of the published results (``Public/``)."""
+    results_url: str | None
+    """``KAI_SCALE_RESULTS_URL``: the published prefix as people open it over HTTP(S), for links."""
     namespace: str
     """Namespace of the runner pods and the workload pods."""
     runner_image: str
@@ -34,6 +126,8 @@ class PipelineSettings:
     """The ``include/`` directory: scenarios and manifests."""
     retry_delay_seconds: int
     """Delay before a setup or teardown task is retried."""
+    alerts: AlertSettings
+    """Where alerts about failed and overdue runs go (none by default)."""
 
     @classmethod
     def from_environment(cls, *, default_include_dir: Path) -> PipelineSettings:
@@ -43,14 +137,24 @@ class PipelineSettings:
             names another.
         """
         prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
+        results_url = _optional("KAI_SCALE_RESULTS_URL")
+        if results_url is not None and not results_url.startswith(("https://", "http://")):
+            raise SettingsError(
+                "KAI_SCALE_RESULTS_URL must be an http(s) URL of the published prefix, like "
+                f"https://kai-scale-results.s3.amazonaws.com/Public/, got {results_url!r}"
+            )
+        if results_url is not None and not results_url.endswith("/"):
+            results_url += "/"
         return cls(
             kubernetes_conn_id=os.environ.get("KAI_SCALE_KUBERNETES_CONN_ID", "kubernetes_default"),
             aws_conn_id=os.environ.get("KAI_SCALE_AWS_CONN_ID", "aws_default"),
             prometheus_conn_id=os.environ.get("KAI_SCALE_PROMETHEUS_CONN_ID", "prometheus_default"),
             results_bucket=os.environ.get("KAI_SCALE_RESULTS_BUCKET", "kai-scale-results"),
             results_prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
+            results_url=results_url,
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
             runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),
             include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", default_include_dir)),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
+            alerts=AlertSettings.from_environment(),
         )

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from kai_scale.settings import AlertSettings, PipelineSettings, SettingsError
+
+ALERT_VARIABLES = (
+    "KAI_SCALE_ALERT_EMAIL_TO",
+    "KAI_SCALE_ALERT_EMAIL_FROM",
+    "KAI_SCALE_ALERT_SMTP_CONN_ID",
+    "KAI_SCALE_ALERT_WEBHOOK_CONN_ID",
+    "KAI_SCALE_RUN_ALERT_AFTER",
+    "KAI_SCALE_RESULTS_URL",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_alert_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ALERT_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_alerts_are_off_by_default() -> None:
+    alerts = AlertSettings.from_environment()
+    assert not alerts.enabled
+    assert (alerts.email_to, alerts.webhook_conn_id, alerts.run_alert_after) == ((), None, None)
+
+
+def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docker-compose passes an unset ${VAR:-} as an empty string."""
+    for name in ALERT_VARIABLES:
+        monkeypatch.setenv(name, " ")
+    assert not AlertSettings.from_environment().enabled
+    assert PipelineSettings.from_environment(default_include_dir=Path("include")).results_url is None
+
+
+def test_every_alert_setting_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_ALERT_EMAIL_TO", "ops@example.com, KAI team <kai@example.com>,")
+    monkeypatch.setenv("KAI_SCALE_ALERT_EMAIL_FROM", "KAI scale <scale@example.com>")
+    monkeypatch.setenv("KAI_SCALE_ALERT_SMTP_CONN_ID", "smtp_alerts")
+    monkeypatch.setenv("KAI_SCALE_ALERT_WEBHOOK_CONN_ID", "alerts_webhook")
+    monkeypatch.setenv("KAI_SCALE_RUN_ALERT_AFTER", "5h30m")
+    alerts = AlertSettings.from_environment()
+    assert alerts.enabled
+    assert alerts.email_to == ("ops@example.com", "KAI team <kai@example.com>")
+    assert alerts.email_from == "KAI scale <scale@example.com>"
+    assert alerts.smtp_conn_id == "smtp_alerts"
+    assert alerts.webhook_conn_id == "alerts_webhook"
+    assert alerts.run_alert_after == timedelta(hours=5, minutes=30)
+
+
+def test_a_webhook_alone_is_a_channel_and_mail_uses_the_default_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KAI_SCALE_ALERT_WEBHOOK_CONN_ID", "alerts_webhook")
+    alerts = AlertSettings.from_environment()
+    assert alerts.enabled
+    assert alerts.smtp_conn_id == "smtp_default"
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"KAI_SCALE_ALERT_EMAIL_TO": "ops@example.com; dev@example.com"},
+            "KAI_SCALE_ALERT_EMAIL_TO must be mail addresses like ops@example.com, "
+            "got 'ops@example.com; dev@example.com'",
+        ),
+        ({"KAI_SCALE_ALERT_EMAIL_TO": "ops"}, "KAI_SCALE_ALERT_EMAIL_TO must be mail addresses"),
+        (
+            {"KAI_SCALE_ALERT_EMAIL_TO": "ops@example.com", "KAI_SCALE_ALERT_EMAIL_FROM": "airflow"},
+            "KAI_SCALE_ALERT_EMAIL_FROM must be mail addresses like ops@example.com, got 'airflow'",
+        ),
+        (
+            {"KAI_SCALE_ALERT_EMAIL_FROM": "scale@example.com"},
+            "KAI_SCALE_ALERT_EMAIL_FROM is set ('scale@example.com') but KAI_SCALE_ALERT_EMAIL_TO is not",
+        ),
+        (
+            {"KAI_SCALE_ALERT_SMTP_CONN_ID": "smtp_alerts"},
+            "KAI_SCALE_ALERT_SMTP_CONN_ID is set ('smtp_alerts') but KAI_SCALE_ALERT_EMAIL_TO is not",
+        ),
+        (
+            {"KAI_SCALE_ALERT_WEBHOOK_CONN_ID": "hook", "KAI_SCALE_RUN_ALERT_AFTER": "six hours"},
+            "KAI_SCALE_RUN_ALERT_AFTER must be a duration like 90m, 1h30m or 45s, got 'six hours'",
+        ),
+        (
+            {"KAI_SCALE_ALERT_WEBHOOK_CONN_ID": "hook", "KAI_SCALE_RUN_ALERT_AFTER": "0s"},
+            "KAI_SCALE_RUN_ALERT_AFTER must be positive, got '0s'",
+        ),
+        (
+            {"KAI_SCALE_RUN_ALERT_AFTER": "6h"},
+            "KAI_SCALE_RUN_ALERT_AFTER is set ('6h') but no alert channel is: "
+            "set KAI_SCALE_ALERT_EMAIL_TO or KAI_SCALE_ALERT_WEBHOOK_CONN_ID",
+        ),
+    ],
+)
+def test_bad_alert_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, settings: dict[str, str], message: str
+) -> None:
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as raised:
+        AlertSettings.from_environment()
+    assert message in str(raised.value)
+
+
+def test_the_results_url_is_a_prefix_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_RESULTS_URL", "https://results.example.com/Public")
+    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    assert settings.results_url == "https://results.example.com/Public/"
+    monkeypatch.setenv("KAI_SCALE_RESULTS_URL", "s3://kai-scale-results/Public/")
+    with pytest.raises(SettingsError, match="KAI_SCALE_RESULTS_URL must be an http"):
+        PipelineSettings.from_environment(default_include_dir=Path("include"))
