@@ -1,0 +1,130 @@
+"""What an alert reports, picked out of the run summary and the verdicts document. Pure.
+
+The run summary (``runs/<run-id>/run-summary.json``) names the failed scenarios; the verdicts document
+(``Public/<run-id>/verdicts.json``) holds, per test and detail, the threshold finding, the change
+point and the comparison with the previous run. Values of duration details are in seconds, as the
+verdicts document keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailedScenario:
+    """A scenario of the run that failed."""
+
+    scenario: str
+    """Its name."""
+    reason: str
+    """Why, as the run summary says."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdBreach:
+    """A detail outside its scenario's threshold, or a threshold on a detail the run did not produce."""
+
+    test_name: str
+    """The test entry."""
+    detail: str
+    """The detail."""
+    value: float | None
+    """The run's value; None when the run did not produce it."""
+    min: float | None
+    """The lower bound, if any."""
+    max: float | None
+    """The upper bound, if any."""
+    previous: float | None
+    """The previous comparable run's value, if it had one."""
+    reason: str
+    """The verdict's one line."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Regression:
+    """A detail whose newest values start a significant change in the bad direction."""
+
+    test_name: str
+    """The test entry."""
+    detail: str
+    """The detail."""
+    before: float
+    """Mean before the change."""
+    after: float
+    """Mean since the change."""
+    change_percent: float
+    """(after - before) / before in percent."""
+    better: str
+    """``lower`` or ``higher``."""
+    p_value: float
+    """How likely noise alone gives the change."""
+    since_run_id: str
+    """The run that started it (what an acknowledgement names)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Findings:
+    """Everything in a run's summary and verdicts that an alert reports."""
+
+    verdict: str | None
+    """The run's verdict (``pass``, ``failure``, ``threshold``, ``regression``, ``incomplete``)."""
+    failed_scenarios: tuple[FailedScenario, ...]
+    """Scenarios that failed, with their reasons."""
+    breaches: tuple[ThresholdBreach, ...]
+    """Details outside their thresholds."""
+    thresholds_on_nothing: tuple[ThresholdBreach, ...]
+    """Thresholds on a test or detail the run did not produce."""
+    regressions: tuple[Regression, ...]
+    """Regressions against the run's history."""
+
+
+def findings(*, summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None) -> Findings:
+    """The findings of a run; empty where publishing left no summary or verdicts."""
+    failed = tuple(
+        FailedScenario(scenario=str(entry["scenario"]), reason=str(entry.get("reason") or "no reason given"))
+        for entry in (summary or {}).get("scenarios", [])
+        if entry.get("status") == "failure"
+    )
+    breaches: list[ThresholdBreach] = []
+    on_nothing: list[ThresholdBreach] = []
+    regressions: list[Regression] = []
+    for test_name, details in (verdicts or {}).get("tests", {}).items():
+        for detail, judged in details.items():
+            previous = (judged.get("comparison") or {}).get("previous")
+            threshold = judged.get("threshold")
+            if threshold and threshold.get("status") in ("breach", "missing"):
+                found = ThresholdBreach(
+                    test_name=test_name,
+                    detail=detail,
+                    value=threshold.get("value"),
+                    min=threshold.get("min"),
+                    max=threshold.get("max"),
+                    previous=previous,
+                    reason=str(threshold.get("reason", "")),
+                )
+                (breaches if threshold["status"] == "breach" else on_nothing).append(found)
+            change = judged.get("change_point")
+            if change:
+                regressions.append(
+                    Regression(
+                        test_name=test_name,
+                        detail=detail,
+                        before=float(change["baseline"]),
+                        after=float(change["current"]),
+                        change_percent=float(change["change_percent"]),
+                        better=str(change["better"]),
+                        p_value=float(change["p_value"]),
+                        since_run_id=str(change["since_run_id"]),
+                    )
+                )
+    verdict = (verdicts or {}).get("verdict") or (summary or {}).get("verdict")
+    return Findings(
+        verdict=str(verdict) if verdict else None,
+        failed_scenarios=failed,
+        breaches=tuple(breaches),
+        thresholds_on_nothing=tuple(on_nothing),
+        regressions=tuple(regressions),
+    )
