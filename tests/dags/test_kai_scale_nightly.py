@@ -12,7 +12,10 @@ from airflow.dag_processing.dagbag import DagBag
 from airflow.sdk import DAG
 from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import ParamValidationError
+from airflow.serialization.serialized_objects import DagSerialization
 
+from kai_scale.alerts.run_records import record_task_failure
+from kai_scale.notifications.run_alerts import RunAlertEmailNotifier, RunAlertWebhookNotifier
 from kai_scale.operators.scenario_pod import ScenarioPodOperator
 from kai_scale.scenario_files import load_scenarios
 from tests.conftest import REPO
@@ -168,3 +171,42 @@ def test_a_bad_scenario_file_is_an_import_error_naming_file_and_field(
 def test_the_teardown_runs_whatever_became_of_the_setup(dag: DAG) -> None:
     """Airflow skips a teardown when no setup succeeded; this one must run after a refused preflight too."""
     assert dag.get_task("tear_down_environment").trigger_rule == "all_done"
+
+
+def test_without_alert_settings_the_dag_has_no_alerts(dag: DAG) -> None:
+    assert not dag.on_failure_callback
+    assert not dag.deadline
+    assert all(not task.on_failure_callback for task in dag.tasks)
+
+
+def test_alert_settings_attach_notifiers_deadlines_and_failure_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KAI_SCALE_ALERT_EMAIL_TO", "ops@example.com")
+    monkeypatch.setenv("KAI_SCALE_ALERT_WEBHOOK_CONN_ID", "alerts_webhook")
+    monkeypatch.setenv("KAI_SCALE_RUN_ALERT_AFTER", "6h")
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert bag.import_errors == {}
+    dag = bag.dags["kai_scale_nightly"]
+    notifiers = dag.on_failure_callback
+    assert isinstance(notifiers, list)
+    assert [type(n) for n in notifiers] == [RunAlertEmailNotifier, RunAlertWebhookNotifier]
+    assert [getattr(n, "event", None) for n in notifiers] == ["failed", "failed"]
+    for task in dag.tasks:
+        assert task.on_failure_callback == [record_task_failure], task.task_id
+    deadlines = DagSerialization.to_dict(dag)["dag"]["deadline"]
+    assert [d["name"] for d in deadlines] == ["run-time limit (mail)", "run-time limit (webhook)"]
+    (mail, hook) = [d["callback"]["__data__"] for d in deadlines]
+    assert mail["path"] == "kai_scale.notifications.run_alerts.RunAlertEmailNotifier"
+    assert mail["kwargs"]["to"] == ["ops@example.com"]
+    assert mail["kwargs"]["event"] == hook["kwargs"]["event"] == "overdue"
+    assert hook["kwargs"]["http_conn_id"] == "alerts_webhook"
+    assert hook["kwargs"]["options"]["limit"] == "6h"
+    assert {d["reference"]["reference_type"] for d in deadlines} == {"DagRunQueuedAtDeadline"}
+
+
+def test_a_bad_alert_setting_is_an_import_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_RUN_ALERT_AFTER", "6h")
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    (error,) = bag.import_errors.values()
+    assert "KAI_SCALE_RUN_ALERT_AFTER is set ('6h') but no alert channel is" in error

@@ -98,3 +98,17 @@ def test_airflow_finds_the_provider_and_its_prometheus_connection_type() -> None
     behaviour = manager.field_behaviours["prometheus"]
     assert behaviour["relabeling"]["password"] == "Bearer token"
     assert "login" in behaviour["hidden_fields"]
+
+
+def test_airflow_lists_the_providers_notifiers() -> None:
+    from airflow.providers_manager import ProvidersManager  # noqa: PLC0415 - after conftest's settings
+
+    manager = ProvidersManager()  # type: ignore[no-untyped-call]
+    # Airflow 3.3 lists the class names (its annotation says NotificationInfo), each found importable.
+    names = {str(entry) for entry in manager.notification}
+    ours = {name for name in names if name.startswith("kai_scale.")}
+    assert "airflow.providers.smtp.notifications.smtp.SmtpNotifier" in names
+    assert ours == {
+        "kai_scale.notifications.run_alerts.RunAlertEmailNotifier",
+        "kai_scale.notifications.run_alerts.RunAlertWebhookNotifier",
+    }

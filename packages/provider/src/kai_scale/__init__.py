@@ -1,4 +1,4 @@
-"""The KAI scale-test pipeline as an Airflow provider: hooks, the scenario operator, tasks, publishing."""
+"""The KAI scale-test pipeline as an Airflow provider: hooks, scenario operator, tasks, notifiers."""
 
 from __future__ import annotations
 
@@ -32,6 +32,10 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["kai_scale.hooks.cluster", "kai_scale.hooks.results_bucket"],
             },
             {"integration-name": "Prometheus", "python-modules": ["kai_scale.hooks.prometheus"]},
+        ],
+        "notifications": [
+            "kai_scale.notifications.run_alerts.RunAlertEmailNotifier",
+            "kai_scale.notifications.run_alerts.RunAlertWebhookNotifier",
         ],
         "connection-types": [
             {

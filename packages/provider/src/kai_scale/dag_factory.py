@@ -16,6 +16,7 @@ from typing import Any
 from airflow.sdk import DAG, Param, TriggerRule, XComArg, chain, task
 from airflow.sdk.definitions.taskgroup import TaskGroup
 
+from kai_scale.alerts.wiring import alert_wiring
 from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.metrics import task as metrics_task
 from kai_scale.metrics.profile import MetricsProfile, load_profile
@@ -60,6 +61,7 @@ def build_nightly_dag(
     names = [s.name for s in scenarios]
     profile = _checked_profile(settings, scenarios)
     schema = param_schema(scenario_names=names, enabled=[s.name for s in scenarios if s.enabled])
+    alerts = alert_wiring(settings)
 
     with DAG(
         dag_id=dag_id,
@@ -74,7 +76,9 @@ def build_nightly_dag(
         default_args={
             "retries": SETUP_RETRIES,
             "retry_delay": timedelta(seconds=settings.retry_delay_seconds),
+            **alerts.default_args,
         },
+        **alerts.dag_arguments,
     ) as dag:
         with TaskGroup(SETUP_GROUP, tooltip="prepare the cluster; idempotent, re-run by a retried scenario"):
             setups = _setup_tasks(settings=settings, names=names)
@@ -102,7 +106,7 @@ def build_nightly_dag(
             )
 
         # No retries: a failed scenario fails it on purpose; S3 errors are retried by the client.
-        @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
+        @task(task_id=publishing_task.PUBLISH_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
         def publish_results(**context: Any) -> dict[str, Any]:
             """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry."""
             return publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)

@@ -39,7 +39,7 @@ def test_a_bad_night_names_each_failed_scenario_breach_and_regression_with_numbe
     )
     lines = alert.text.splitlines()
     assert lines[0] == f"The KAI scale-test run {RUN_ID} failed."
-    assert f"Airflow run:  kai_scale_nightly / {AIRFLOW_RUN_ID}" in lines
+    assert f"DAG run:      kai_scale_nightly / {AIRFLOW_RUN_ID}" in lines
     assert "Nodes:        500" in lines
     assert "Verdict:      failure" in lines
     assert "Airflow says: task_failure" in lines

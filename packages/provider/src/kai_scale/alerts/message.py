@@ -162,7 +162,7 @@ def failed_run_alert(
         f"The KAI scale-test run {name} failed.",
         "",
         f"Run id:       {run.run_id or 'unknown'}",
-        f"Airflow run:  {run.dag_id} / {run.airflow_run_id}",
+        f"DAG run:      {run.dag_id} / {run.airflow_run_id}",
         f"Nodes:        {run.node_count if run.node_count is not None else 'unknown'}",
         f"Verdict:      {found.verdict or 'none (the run was not judged)'}",
     ]
@@ -232,7 +232,7 @@ def overdue_run_alert(*, run: AlertRun, queued_at: datetime, now: datetime, limi
             "It goes on running; see in Airflow which task it is at.",
             "",
             f"Run id:       {run.run_id or 'unknown'}",
-            f"Airflow run:  {run.dag_id} / {run.airflow_run_id}",
+            f"DAG run:      {run.dag_id} / {run.airflow_run_id}",
             f"Nodes:        {run.node_count if run.node_count is not None else 'unknown'}",
             "",
             *_links(run),

@@ -34,7 +34,10 @@ from kai_scale_model.scenario import Scenario
 
 log = logging.getLogger(__name__)
 
+PUBLISH_TASK_ID = "publish_results"
 RUN_SUMMARY_XCOM_KEY = "run_summary"
+# The whole verdicts.json, for the run's alert: it reads XComs, not the bucket (see kai_scale.alerts).
+VERDICTS_XCOM_KEY = "verdicts"
 KAI_NAMESPACE = "kai-scheduler"
 
 
@@ -142,6 +145,7 @@ def publish_results(
     with bucket.errors_named(f"write the run summary of run {run_id}"):
         bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
     ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
+    ti.xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts)
     log.info("verdict: %s", verdicts["verdict"])
     for reason in verdicts["reasons"]:
         log.info("  %s", reason)
