@@ -102,12 +102,17 @@ def prometheus(local_env: LocalEnvironment) -> Iterator[PrometheusClient]:
 
 
 @pytest.fixture(scope="session")
-def airflow_on_local_env(local_env: LocalEnvironment) -> Iterator[dict[str, str]]:
+def airflow_db() -> None:
+    """A migrated Airflow metadata database (SQLite under the session's AIRFLOW_HOME)."""
+    migrate_airflow_db()
+
+
+@pytest.fixture(scope="session")
+def airflow_on_local_env(local_env: LocalEnvironment, airflow_db: None) -> Iterator[dict[str, str]]:
     """Airflow's connections pointed at the local environment, and a migrated metadata database."""
     exports = local_env.exports()
     saved = {name: os.environ.get(name) for name in exports}
     os.environ.update(exports)
-    migrate_airflow_db()
     yield exports
     for name, value in saved.items():
         if value is None:
