@@ -36,6 +36,8 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.log import mask_secret
 
 from kai_scale.alerts.wiring import alert_wiring
+from kai_scale.object_keys import run_summary_key
+from kai_scale.publishing.publisher import PublishError
 from kai_scale.publishing.task import (
     PUBLISH_TASK_ID,
     RUN_SUMMARY_XCOM_KEY,
@@ -59,6 +61,7 @@ WEBHOOK_TOKEN = "hook-token-1234"
 SECRET = "s3cr3t-upload-signature"
 AIRFLOW_BASE_URL = "https://airflow.example.com"
 RESULTS_URL = "https://results.example.com/Public/"
+UNWRITTEN = f"could not write s3://kai-scale-results/{run_summary_key('r')}: AccessDenied"
 BAD_NIGHT_SUBJECT = (
     f"[KAI scale] run {RUN_ID} (500 nodes) failed: 1 scenario failed, 1 threshold breach, "
     "1 regression, 1 threshold on nothing"
@@ -153,7 +156,7 @@ def _settings() -> PipelineSettings:
     return PipelineSettings.from_environment(default_include_dir=REPO / "include")
 
 
-def _bad_night_dag() -> DAG:
+def _bad_night_dag(*, summary_written: bool = True) -> DAG:
     """A small DAG failing like a bad night; its tasks record their errors as the DAG factory wires them.
 
     Its run's alert is left to the dag-processor, with the shipped DAG file's alerts: ``dag.test()``
@@ -180,6 +183,10 @@ def _bad_night_dag() -> DAG:
 
         @task(task_id=PUBLISH_TASK_ID, trigger_rule=TriggerRule.ALL_DONE)
         def publish_results(**context: Any) -> None:
+            if not summary_written:
+                raise PublishError(
+                    f"could not write s3://kai-scale-results/{run_summary_key('r')}: AccessDenied"
+                )
             mask_secret(SECRET)
             context["ti"].xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
             context["ti"].xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts)
@@ -196,6 +203,14 @@ def _bad_night_dag() -> DAG:
 def bad_night(alert_settings: None) -> Any:
     """The small DAG's failed run: its tasks' failure callbacks have recorded their errors."""
     dag_run = _bad_night_dag().test()
+    assert dag_run.state == "failed"
+    return dag_run
+
+
+@pytest.fixture(scope="module")
+def publishing_failed_early(alert_settings: None) -> Any:
+    """A failed run whose publish_results failed before it wrote the run summary."""
+    dag_run = _bad_night_dag(summary_written=False).test(run_conf={"node_count": 500})
     assert dag_run.state == "failed"
     return dag_run
 
@@ -264,26 +279,17 @@ def _assert_the_bad_night_alert(
     assert payload["links"]["airflow_run"] == airflow_url
 
 
-def test_the_dag_processor_alerts_with_the_shipped_dag_file(
-    bad_night: Any, mailbox: Mailbox, webhook: Webhook, tmp_path: Path
-) -> None:
-    """The production path: the scheduler's callback request, a real dag-processor, the shipped DAG file.
-
-    The request is the one the scheduler makes when the run fails (``DagRun.produce_dag_callback``,
-    stored as its callback sink stores it); the dag-processor parses dags/kai_scale_nightly.py with
-    the alert settings in its environment and runs the alerts that DAG carries.
-    """
+def _scheduler_callback_request(airflow_run: Any) -> None:
+    """Store the request the scheduler makes when the run fails, as its callback sink stores it."""
     from airflow.callbacks.database_callback_sink import DatabaseCallbackSink  # noqa: PLC0415
     from airflow.models.dagrun import DagRun  # noqa: PLC0415
     from airflow.models.serialized_dag import SerializedDagModel  # noqa: PLC0415
     from airflow.utils.session import create_session  # noqa: PLC0415
 
-    mailbox.messages.clear()
-    webhook.posts.clear()
     with create_session() as session:
-        dag_run = session.get(DagRun, bad_night.id)
-        assert dag_run is not None
+        dag_run = session.get(DagRun, airflow_run.id)
         serialized = SerializedDagModel.get_dag(DAG_ID, session=session)
+        assert dag_run is not None
         assert serialized is not None
         request = dag_run.produce_dag_callback(
             dag=serialized,
@@ -294,6 +300,21 @@ def test_the_dag_processor_alerts_with_the_shipped_dag_file(
         )
         assert request is not None
         DatabaseCallbackSink().send(request, session=session)
+
+
+def test_the_dag_processor_alerts_with_the_shipped_dag_file(
+    bad_night: Any, publishing_failed_early: Any, mailbox: Mailbox, webhook: Webhook, tmp_path: Path
+) -> None:
+    """The production path: the scheduler's callback requests, a real dag-processor, the shipped DAG file.
+
+    The dag-processor parses dags/kai_scale_nightly.py with the alert settings in its environment and
+    runs the alerts that DAG carries, for both failed runs: the bad night (its summary and verdicts
+    read from XCom) and the run whose publishing failed before any summary (what Airflow knows).
+    """
+    mailbox.messages.clear()
+    webhook.posts.clear()
+    _scheduler_callback_request(bad_night)
+    _scheduler_callback_request(publishing_failed_early)
     log_path = tmp_path / "dag-processor.log"
     with log_path.open("wb") as log:
         processor = subprocess.Popen(
@@ -304,9 +325,9 @@ def test_the_dag_processor_alerts_with_the_shipped_dag_file(
         )
     try:
         wait_for(
-            lambda: (mailbox.messages and webhook.posts) or processor.poll() is not None,
+            lambda: (len(mailbox.messages) == 2 and len(webhook.posts) == 2) or processor.poll() is not None,
             timeout=240,
-            what=f"the dag-processor's alert (its log: {log_path})",
+            what=f"the dag-processor's two alerts (its log: {log_path})",
             interval=1,
         )
     finally:
@@ -317,12 +338,27 @@ def test_the_dag_processor_alerts_with_the_shipped_dag_file(
         except subprocess.TimeoutExpired:
             os.killpg(processor.pid, signal.SIGKILL)
             processor.wait(timeout=30)
-    assert mailbox.messages, (
-        f"the dag-processor ended without alerting; its log: {log_path.read_text()[-4000:]}"
+    assert len(mailbox.messages) == 2, f"the dag-processor's log: {log_path.read_text()[-4000:]}"
+    by_run = {post[2]["airflow_run_id"]: post for post in webhook.posts}
+    mails = {m["Subject"]: (envelope, m) for envelope, m in mailbox.messages}
+
+    envelope, message = mails[BAD_NIGHT_SUBJECT]
+    _assert_the_bad_night_alert(envelope, message, by_run[bad_night.run_id], bad_night.run_id)
+
+    run_id = pipeline_run_id(
+        airflow_run_id=publishing_failed_early.run_id, run_after=publishing_failed_early.run_after
     )
-    ((envelope, message),) = mailbox.messages
-    (post,) = webhook.posts
-    _assert_the_bad_night_alert(envelope, message, post, bad_night.run_id)
+    failed_tasks = "collect_metrics, publish_results, run_reclaim"
+    envelope, message = mails[f"[KAI scale] run {run_id} (500 nodes) failed: failed tasks {failed_tasks}"]
+    text = _text_of(_html_body(message))
+    assert "publish_results wrote no run summary: below is what Airflow knows of the run." in text
+    assert f"  - run_reclaim: AirflowFailException: scenario reclaim failed: {RECLAIM_REASON}" in text
+    assert f"  - publish_results: PublishError: {UNWRITTEN}" in text
+    assert "Results:" not in text
+    payload = by_run[publishing_failed_early.run_id][2]
+    assert payload["text"] == text
+    assert payload["summary_written"] is False
+    assert payload["links"]["results"] is None
 
 
 def _deadline_context(dag_run_id: int, *, state: str) -> dict[str, Any]:
