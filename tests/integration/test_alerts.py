@@ -1,9 +1,10 @@
 """Alerts as real servers receive them: an SMTP server (aiosmtpd) and a webhook (http.server), on loopback.
 
-No local environment is needed: a migrated metadata database, ``dag.test()`` of a small DAG that fails
-the way a bad night does (a scenario failed, metrics missing, publishing failed by its findings), the
-shipped DAG file's alert run by a real ``airflow dag-processor``, and the run-time limit's callback run
-the way the triggerer runs it.
+All but the last test need no local environment: a migrated metadata database, ``dag.test()`` of a
+small DAG that fails the way a bad night does (a scenario failed, metrics missing, publishing failed
+by its findings), the shipped DAG file's alert run by a real ``airflow dag-processor``, and the
+run-time limit's callback run the way the triggerer runs it. The last runs the nightly DAG on the
+local environment against a published history it regresses from.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import email.message
 import html
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -302,6 +304,36 @@ def _scheduler_callback_request(airflow_run: Any) -> None:
         DatabaseCallbackSink().send(request, session=session)
 
 
+def _run_dag_processor_until_alerted(
+    mailbox: Mailbox, webhook: Webhook, *, count: int, log_path: Path
+) -> None:
+    """Run ``airflow dag-processor`` (with this environment: the alert settings) until ``count`` alerts."""
+    with log_path.open("wb") as log:
+        processor = subprocess.Popen(
+            [str(Path(sys.executable).parent / "airflow"), "dag-processor"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(
+            lambda: (len(mailbox.messages) == len(webhook.posts) == count) or processor.poll() is not None,
+            timeout=240,
+            what=f"the dag-processor's {count} alert(s) (its log: {log_path})",
+            interval=1,
+        )
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(processor.pid, signal.SIGTERM)
+        try:
+            processor.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(processor.pid, signal.SIGKILL)
+            processor.wait(timeout=30)
+    assert len(mailbox.messages) == count, f"the dag-processor's log: {log_path.read_text()[-4000:]}"
+    assert len(webhook.posts) == count
+
+
 def test_the_dag_processor_alerts_with_the_shipped_dag_file(
     bad_night: Any, publishing_failed_early: Any, mailbox: Mailbox, webhook: Webhook, tmp_path: Path
 ) -> None:
@@ -315,30 +347,7 @@ def test_the_dag_processor_alerts_with_the_shipped_dag_file(
     webhook.posts.clear()
     _scheduler_callback_request(bad_night)
     _scheduler_callback_request(publishing_failed_early)
-    log_path = tmp_path / "dag-processor.log"
-    with log_path.open("wb") as log:
-        processor = subprocess.Popen(
-            [str(Path(sys.executable).parent / "airflow"), "dag-processor"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_for(
-            lambda: (len(mailbox.messages) == 2 and len(webhook.posts) == 2) or processor.poll() is not None,
-            timeout=240,
-            what=f"the dag-processor's two alerts (its log: {log_path})",
-            interval=1,
-        )
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(processor.pid, signal.SIGTERM)
-        try:
-            processor.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(processor.pid, signal.SIGKILL)
-            processor.wait(timeout=30)
-    assert len(mailbox.messages) == 2, f"the dag-processor's log: {log_path.read_text()[-4000:]}"
+    _run_dag_processor_until_alerted(mailbox, webhook, count=2, log_path=tmp_path / "dag-processor.log")
     by_run = {post[2]["airflow_run_id"]: post for post in webhook.posts}
     mails = {m["Subject"]: (envelope, m) for envelope, m in mailbox.messages}
 
@@ -427,3 +436,99 @@ def test_a_run_that_already_failed_gets_no_overdue_alert(
     assert [o["state"] for o in outcomes] == ["running", "success"] * 2, outcomes
     assert mailbox.messages == []
     assert webhook.posts == []
+
+
+def _publish_history(prefix: str, seconds: list[float]) -> None:
+    """Nights of the stand-in suite's Fill Cluster test at 20 nodes, published as publish_results does."""
+    from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415
+    from kai_scale.publishing.publisher import publish_run  # noqa: PLC0415
+    from localenv import settings as localenv_settings  # noqa: PLC0415
+
+    store = ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+    for night, value in enumerate(seconds):
+        run_id = f"2026{night:04d}-scheduled"
+        tests = [
+            {
+                "test_name": "Fill Cluster with single GPU Jobs",
+                "status": "success",
+                "details": {"nodes": 20, "jobs": 160, "time": f"{value:.1f}s"},
+            }
+        ]
+        publish_run(
+            store,
+            prefix=prefix,
+            run_id=run_id,
+            results={"metadata": {}, "results": {"status": "success", "tests": tests}},
+            metrics_text=json.dumps({"run_id": run_id, "scenarios": {}}),
+            verdicts={"run_id": run_id, "verdict": "pass", "reasons": [], "tests": {}},
+            ginkgo_report_keys={},
+            entry={
+                "timestamp": f"2026-09-{1 + night // 24:02d}T{night % 24:02d}:00:00Z",
+                "path": f"{prefix}{run_id}/results.json",
+                "commit": "abc",
+                "run_id": run_id,
+                "node_count": 20,
+                "status": "success",
+            },
+        )
+
+
+@pytest.mark.usefixtures("airflow_on_local_env", "fake_kai", "alert_settings")
+def test_a_regressing_nightly_run_fails_after_publishing_and_is_alerted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mailbox: Mailbox, webhook: Webhook
+) -> None:
+    """History in the bucket; a nightly run regresses, fails after publishing and is alerted.
+
+    The issue's whole path: the run is flagged against the history it finds in the local bucket,
+    fails after publishing, and its alert reaches the mail server and the webhook.
+
+    The stand-in suite reports Fill Cluster in 6m36.7s (396.7 s); the history has thirty nights near
+    300 s and two at the new level, so tonight completes a +32 % change that started two runs ago.
+    """
+    from tests.integration.airflow_env import include_dir_with, nightly_dag, standin_scenario  # noqa: PLC0415
+
+    prefix = f"test-{uuid.uuid4().hex[:8]}/Public/"  # a manifest of its own: other runs judge nothing here
+    monkeypatch.setenv("KAI_SCALE_RESULTS_PREFIX", prefix)
+    noise = random.Random(11)
+    _publish_history(prefix, [300 * (1 + noise.uniform(-0.05, 0.05)) for _ in range(30)] + [395.0, 398.0])
+    include = include_dir_with(tmp_path, {"standin-pass": standin_scenario("pass")})
+
+    dag_run = nightly_dag(include).test(run_conf={"node_count": 20})
+
+    states = {ti.task_id: ti.state for ti in dag_run.get_task_instances()}
+    assert states["run_standin_pass"] == "success"
+    assert states["publish_results"] == "failed", "published, then failed by the regression"
+    assert states["tear_down_environment"] == "success"
+    summary = dag_run.get_task_instance("publish_results").xcom_pull(
+        task_ids="publish_results", key=RUN_SUMMARY_XCOM_KEY
+    )
+    assert summary["verdict"] == "regression", summary["verdict_reasons"]
+    # dag.test() cannot run the DAG's notifiers (apache/airflow#64649); the dag-processor does.
+    mailbox.messages.clear()
+    webhook.posts.clear()
+    _scheduler_callback_request(dag_run)
+    _run_dag_processor_until_alerted(mailbox, webhook, count=1, log_path=tmp_path / "dag-processor.log")
+
+    ((_, message),) = mailbox.messages
+    assert message["Subject"] == f"[KAI scale] run {summary['run_id']} (20 nodes) failed: 1 regression"
+    text = _text_of(_html_body(message))
+    regression = next(
+        line for line in text.splitlines() if "'Fill Cluster with single GPU Jobs' / 'time'" in line
+    )
+    assert re.search(r": [23]\d\d(\.\d+)? -> 39\d(\.\d+)? \(\+3\d\.\d %, lower is better, p=", regression), (
+        regression
+    )
+    assert "since run 20260030-scheduled" in regression
+    assert f"Results:      {RESULTS_URL}{summary['run_id']}/results.json" in text
+    (post,) = webhook.posts
+    payload = post[2]
+    assert payload["verdict"] == "regression"
+    (found,) = payload["regressions"]
+    assert (found["detail"], found["better"], found["since_run_id"]) == (
+        "time",
+        "lower",
+        "20260030-scheduled",
+    )
+    assert found["p_value"] <= 0.001
+    errors = {task["task_id"]: task["error"] for task in payload["failed_tasks"]}
+    assert "regressed since run 20260030-scheduled" in errors["publish_results"]
