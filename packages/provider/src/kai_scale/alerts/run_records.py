@@ -75,7 +75,7 @@ def record_task_failure(context: Mapping[str, Any]) -> None:
 
 def _airflow_url(dag_id: str, airflow_run_id: str) -> str:
     # Airflow's own fallback for links (the task runner's log_url) when [api] base_url is unset.
-    base = str(conf.get("api", "base_url", fallback="http://localhost:8080/")).rstrip("/")
+    base = str(conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
     return f"{base}/dags/{quote(dag_id, safe='')}/runs/{quote(airflow_run_id, safe='')}"
 
 
