@@ -40,12 +40,8 @@ from airflow.sdk.log import mask_secret
 from kai_scale.alerts.wiring import alert_wiring
 from kai_scale.object_keys import run_summary_key
 from kai_scale.publishing.publisher import PublishError
-from kai_scale.publishing.task import (
-    PUBLISH_TASK_ID,
-    RUN_SUMMARY_XCOM_KEY,
-    VERDICTS_XCOM_KEY,
-    RunFailedError,
-)
+from kai_scale.publishing.task import RunFailedError
+from kai_scale.publishing.xcom import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import pipeline_run_id
 from kai_scale.settings import PipelineSettings
 from tests.conftest import REPO

@@ -23,6 +23,7 @@ from kai_scale.metrics.profile import MetricsProfile, load_profile
 from kai_scale.operators.scenario_pod import ScenarioPodOperator
 from kai_scale.params import param_schema
 from kai_scale.publishing import task as publishing_task
+from kai_scale.publishing.xcom import PUBLISH_TASK_ID
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.scenario import Scenario
 
@@ -106,7 +107,7 @@ def build_nightly_dag(
             )
 
         # No retries: a failed scenario fails it on purpose; S3 errors are retried by the client.
-        @task(task_id=publishing_task.PUBLISH_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
+        @task(task_id=PUBLISH_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
         def publish_results(**context: Any) -> dict[str, Any]:
             """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry."""
             return publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)

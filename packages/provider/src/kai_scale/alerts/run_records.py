@@ -25,7 +25,7 @@ from airflow.sdk.execution_time.xcom import XCom
 from kai_scale.alerts.message import Alert, AlertRun, FailedTask, failed_run_alert, overdue_run_alert
 from kai_scale.object_keys import published_keys
 from kai_scale.params import DEFAULT_NODE_COUNT
-from kai_scale.publishing.task import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
+from kai_scale.publishing.xcom import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import pipeline_run_id
 from kai_scale_model.durations import parse_duration
 

@@ -27,6 +27,7 @@ from kai_scale.publishing.results_document import (
 )
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenario_entry
 from kai_scale.publishing.verdicts_step import judge_run
+from kai_scale.publishing.xcom import RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
@@ -34,10 +35,6 @@ from kai_scale_model.scenario import Scenario
 
 log = logging.getLogger(__name__)
 
-PUBLISH_TASK_ID = "publish_results"
-RUN_SUMMARY_XCOM_KEY = "run_summary"
-# The whole verdicts.json, for the run's alert: it reads XComs, not the bucket (see kai_scale.alerts).
-VERDICTS_XCOM_KEY = "verdicts"
 KAI_NAMESPACE = "kai-scheduler"
 
 
