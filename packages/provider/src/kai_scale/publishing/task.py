@@ -26,7 +26,6 @@ from kai_scale.publishing.results_document import (
     timestamp,
 )
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenario_entry
-from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale.publishing.xcom import RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
@@ -127,6 +126,9 @@ def publish_results(
     if metrics_text is None:
         metrics_text = json.dumps(unwritten_metrics(run_id=run_id, scenarios=selected))
     results = results_document(metadata=metadata, entries=entries)
+    # Imported here: Otava and SciPy cost ~0.5 s, which every parse of the DAG file would pay.
+    from kai_scale.publishing.verdicts_step import judge_run  # noqa: PLC0415
+
     with bucket.errors_named(f"read the history that run {run_id} is judged against"):
         verdicts = judge_run(
             bucket,
