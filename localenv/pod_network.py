@@ -70,7 +70,10 @@ table inet {self.guard_table} {{
     def remove_guard(self) -> None:
         """Delete the guard table if it exists."""
         if self.guard_installed():
-            subprocess.run(["nft", "delete", "table", "inet", self.guard_table], check=True)
+            deletion = ["nft", "delete", "table", "inet", self.guard_table]
+            result = subprocess.run(deletion, capture_output=True, text=True, check=False)
+            if result.returncode != 0 and self.guard_installed():
+                raise RuntimeError(f"{' '.join(deletion)} failed: {result.stderr.strip()}")
 
     def guard_installed(self) -> bool:
         """Whether the guard table exists."""
