@@ -120,7 +120,7 @@ class RealNode:
         config = self.config
         if not config.network.guard_installed():
             raise processes.ComponentError(
-                f"the pod network's guard (nftables table ip {config.network.guard_table}) is missing: "
+                f"the pod network's guard (nftables table inet {config.network.guard_table}) is missing: "
                 "no pod starts without it; run `make local-down` and `make local-up`"
             )
         self._write_credentials()

@@ -78,7 +78,7 @@ table inet {self.guard_table} {{
     def guard_installed(self) -> bool:
         """Whether the guard table exists."""
         result = subprocess.run(
-            ["nft", "list", "table", "ip", self.guard_table], capture_output=True, check=False
+            ["nft", "list", "table", "inet", self.guard_table], capture_output=True, check=False
         )
         return result.returncode == 0
 
