@@ -76,6 +76,19 @@ class Threshold(_Strict):
         return value
 
 
+class DetailRule(_Strict):
+    """How regressions of one detail of one test entry are judged, where the default does not fit."""
+
+    test_name: str
+    detail: str
+    better: Literal["lower", "higher"] | None = Field(
+        default=None, description="which way is better; by default from the detail's name (rates higher)"
+    )
+    min_change: Annotated[float, Field(ge=0)] = Field(
+        default=0.05, description="relative change (0.05 = 5 %) below which nothing is flagged"
+    )
+
+
 class Scenario(_Strict):
     """One scenario: what a runner pod runs, for how long at most, with which env and resources."""
 
@@ -87,6 +100,7 @@ class Scenario(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     resources: Resources = Field(default_factory=Resources)
     thresholds: tuple[Threshold, ...] = ()
+    detail_rules: tuple[DetailRule, ...] = ()
     metrics: tuple[MetricQuery, ...] = Field(
         default=(), description="named PromQL queries collected for this scenario besides the profile's"
     )

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from kai_scale.verdicts.directions import DetailRule, default_rule, rule_for, rules_from_scenario
+from kai_scale.publishing.verdicts_step import detail_rules
+from kai_scale.verdicts.directions import DetailRule, default_rule, rule_for
 from kai_scale.verdicts.history import comparable_entries
+from kai_scale_model.scenario import Scenario
 
 
 @pytest.mark.parametrize(
@@ -14,17 +17,41 @@ def test_default_direction_from_the_details_name(detail: str, better: str) -> No
     assert default_rule(detail).better == better
 
 
+def _scenario(detail_rules: list[dict[str, object]]) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "name": "fill",
+            "description": "fill the cluster",
+            "run": {"kind": "ginkgo", "focus": "Fill"},
+            "timeout": "30m",
+            "detail_rules": detail_rules,
+        }
+    )
+
+
 def test_a_scenario_rule_overrides_the_default() -> None:
-    rules = rules_from_scenario(
-        [{"test_name": "Fill", "detail": "time", "better": "higher", "min_change": 0.1}], where="s.yaml"
+    rules = detail_rules(
+        [
+            _scenario([{"test_name": "Fill", "detail": "time", "better": "higher", "min_change": 0.1}]),
+            _scenario([{"test_name": "Fill", "detail": "pods per second", "min_change": 0.2}]),
+        ]
     )
     assert rule_for("Fill", "time", overrides=rules) == DetailRule(better="higher", min_change=0.1)
-    assert rule_for("Other", "time", overrides=rules).better == "lower"
+    assert rule_for("Fill", "pods per second", overrides=rules) == DetailRule(better="higher", min_change=0.2)
+    assert rule_for("Other", "time", overrides=rules) == DetailRule(better="lower", min_change=0.05)
 
 
-def test_a_bad_rule_names_the_file_and_entry() -> None:
-    with pytest.raises(ValueError, match=r"s\.yaml: detail_rules\[0\]: 'better' must be lower or higher"):
-        rules_from_scenario([{"test_name": "Fill", "detail": "time", "better": "faster"}], where="s.yaml")
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"test_name": "Fill", "detail": "time", "better": "faster"}, "better"),
+        ({"test_name": "Fill", "detail": "time", "min_change": -0.1}, "min_change"),
+        ({"test_name": "Fill", "detail": "time", "threshold": 1}, "threshold"),
+    ],
+)
+def test_a_bad_rule_names_the_field(rule: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=rf"detail_rules\.0\.{message}"):
+        _scenario([rule])
 
 
 def test_comparable_entries_are_earlier_successful_runs_of_the_same_node_count() -> None:

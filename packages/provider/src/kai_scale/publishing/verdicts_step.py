@@ -17,6 +17,7 @@ from kai_scale.publishing.manifest import ManifestError, parse_manifest
 from kai_scale.verdicts.acknowledgements import Acknowledgement, parse_acknowledgements
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, Method
 from kai_scale.verdicts.comparison import compare_runs
+from kai_scale.verdicts.directions import DetailRule, default_rule
 from kai_scale.verdicts.document import verdicts_document
 from kai_scale.verdicts.history import comparable_entries
 from kai_scale.verdicts.regressions import HistoricRun, find_regressions
@@ -76,6 +77,17 @@ def _thresholds(
     return findings
 
 
+def detail_rules(scenarios: Sequence[Scenario]) -> dict[tuple[str, str], DetailRule]:
+    """The scenarios' ``detail_rules:`` by (test name, detail); an unset ``better`` is the default's."""
+    return {
+        (rule.test_name, rule.detail): DetailRule(
+            better=rule.better or default_rule(rule.detail).better, min_change=rule.min_change
+        )
+        for scenario in scenarios
+        for rule in scenario.detail_rules
+    }
+
+
 def judge_run(
     bucket: ResultsBucketHook,
     *,
@@ -89,7 +101,8 @@ def judge_run(
 ) -> dict[str, Any]:
     """``verdicts.json`` of the run whose test entries are ``tests``; ``scenarios``' thresholds applied.
 
-    :param scenarios: the scenarios that ran to success (their thresholds are evaluated).
+    :param scenarios: the scenarios that ran to success (their thresholds are evaluated, their
+        ``detail_rules`` judge their details' regressions).
     """
     history = _history(bucket, prefix=prefix, run_id=run_id, node_count=node_count, method=method)
     regressions = find_regressions(
@@ -99,6 +112,7 @@ def judge_run(
         history=history,
         acknowledgements=_acknowledgements(bucket, prefix=prefix),
         method=method,
+        rules=detail_rules(scenarios),
     )
     previous = history[-1] if history else None
     return verdicts_document(
