@@ -28,3 +28,15 @@ os.environ["AIRFLOW__WORKERS__API_RETRIES"] = "10"
 def _remove_airflow_home() -> Iterator[None]:
     yield
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+
+
+# Every deployment setting of the alerts (kai_scale.settings.AlertSettings), written out here so the
+# tests check the names a deployment uses rather than the code's own list.
+ALERT_VARIABLES = (
+    "KAI_SCALE_ALERT_EMAIL_TO",
+    "KAI_SCALE_ALERT_EMAIL_FROM",
+    "KAI_SCALE_ALERT_SMTP_CONN_ID",
+    "KAI_SCALE_ALERT_WEBHOOK_CONN_ID",
+    "KAI_SCALE_RUN_ALERT_AFTER",
+    "KAI_SCALE_RESULTS_URL",
+)

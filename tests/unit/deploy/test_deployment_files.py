@@ -9,16 +9,8 @@ import yaml
 
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv.runner_images import load_mapping
-from tests.conftest import REPO
+from tests.conftest import ALERT_VARIABLES, REPO
 
-ALERT_SETTINGS = (
-    "KAI_SCALE_ALERT_EMAIL_TO",
-    "KAI_SCALE_ALERT_EMAIL_FROM",
-    "KAI_SCALE_ALERT_SMTP_CONN_ID",
-    "KAI_SCALE_ALERT_WEBHOOK_CONN_ID",
-    "KAI_SCALE_RUN_ALERT_AFTER",
-    "KAI_SCALE_RESULTS_URL",
-)
 AIRFLOW_SERVICES = {
     "airflow-apiserver": "api-server",
     "airflow-scheduler": "scheduler",
@@ -64,7 +56,7 @@ def test_airflow_runs_this_repository(compose: dict[str, Any]) -> None:
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
         assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://")
         assert env["KAI_SCALE_INCLUDE_DIR"] == "/opt/airflow/include"
-        for setting in ALERT_SETTINGS:  # off unless the deployment sets them, the same for every service
+        for setting in ALERT_VARIABLES:  # off unless the deployment sets them, the same for every service
             assert env[setting] == f"${{{setting}:-}}", (name, setting)
     for directory in ("dags", "plugins", "include"):
         assert (REPO / directory).is_dir()

@@ -6,15 +6,7 @@ from pathlib import Path
 import pytest
 
 from kai_scale.settings import AlertSettings, PipelineSettings, SettingsError
-
-ALERT_VARIABLES = (
-    "KAI_SCALE_ALERT_EMAIL_TO",
-    "KAI_SCALE_ALERT_EMAIL_FROM",
-    "KAI_SCALE_ALERT_SMTP_CONN_ID",
-    "KAI_SCALE_ALERT_WEBHOOK_CONN_ID",
-    "KAI_SCALE_RUN_ALERT_AFTER",
-    "KAI_SCALE_RESULTS_URL",
-)
+from tests.conftest import ALERT_VARIABLES
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.http.notifications.http import HttpNotifier
 from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+from airflow.sdk.bases.notifier import BaseNotifier
 
 from kai_scale.alerts.message import Alert
 from kai_scale.alerts.run_records import Event, run_alert
@@ -20,7 +21,39 @@ if TYPE_CHECKING:
     from airflow.sdk.definitions.context import Context
 
 
-class RunAlertEmailNotifier(SmtpNotifier):
+class _RunAlertNotifier(BaseNotifier):
+    """What every channel does: build the run's alert, or say nothing for a run already finished.
+
+    The sending is the provider's notifier's, next in the method resolution order.
+    """
+
+    event: Event
+    options: dict[str, Any]
+
+    def _apply(self, alert: Alert) -> None:
+        """Give the alert to the provider's notifier (its subject and body, or its JSON)."""
+        raise NotImplementedError
+
+    def _prepare(self, context: Context) -> bool:
+        alert = run_alert(context, event=self.event, options=self.options)
+        if alert is None:
+            self.log.info("run already finished: no %s alert", self.event)
+            return False
+        self._apply(alert)
+        return True
+
+    def notify(self, context: Context) -> None:
+        """Send the alert (sync, in the dag-processor)."""
+        if self._prepare(context):
+            super().notify(context)
+
+    async def async_notify(self, context: Context) -> None:
+        """Send the alert (async, in the triggerer)."""
+        if self._prepare(context):
+            await super().async_notify(context)
+
+
+class RunAlertEmailNotifier(_RunAlertNotifier, SmtpNotifier):
     """Mails the pipeline's alert about a failed or overdue DAG run, through an SMTP connection.
 
     The body is the alert's plain text, preformatted (the SMTP hook sends HTML bodies only).
@@ -46,26 +79,11 @@ class RunAlertEmailNotifier(SmtpNotifier):
         self.event: Event = event
         self.options = dict(options)
 
-    def _prepare(self, context: Context) -> Alert | None:
-        alert = run_alert(context, event=self.event, options=self.options)
-        if alert is None:
-            self.log.info("run already finished: no %s alert", self.event)
-            return None
+    def _apply(self, alert: Alert) -> None:
         self.subject, self.html_content = alert.subject, alert.html()
-        return alert
-
-    def notify(self, context: Context) -> None:
-        """Mail the alert (sync)."""
-        if self._prepare(context):
-            super().notify(context)
-
-    async def async_notify(self, context: Context) -> None:
-        """Mail the alert (async, in the triggerer)."""
-        if self._prepare(context):
-            await super().async_notify(context)
 
 
-class RunAlertWebhookNotifier(HttpNotifier):
+class RunAlertWebhookNotifier(_RunAlertNotifier, HttpNotifier):
     """Posts the pipeline's alert about a failed or overdue DAG run as JSON to a webhook.
 
     The JSON holds the subject, the whole text (``text``: what chat webhooks show) and every item
@@ -83,20 +101,5 @@ class RunAlertWebhookNotifier(HttpNotifier):
         self.event: Event = event
         self.options = dict(options)
 
-    def _prepare(self, context: Context) -> Alert | None:
-        alert = run_alert(context, event=self.event, options=self.options)
-        if alert is None:
-            self.log.info("run already finished: no %s alert", self.event)
-            return None
+    def _apply(self, alert: Alert) -> None:
         self.json = alert.payload
-        return alert
-
-    def notify(self, context: Context) -> None:
-        """Post the alert (sync)."""
-        if self._prepare(context):
-            super().notify(context)
-
-    async def async_notify(self, context: Context) -> None:
-        """Post the alert (async, in the triggerer)."""
-        if self._prepare(context):
-            await super().async_notify(context)
