@@ -2,7 +2,8 @@
 
 kwokctl (binary runtime, pointed at the locally built binaries) runs etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler, kwok-controller and Prometheus. localenv itself runs the
-NodePool controller, the runner node's kubelet double and the S3 endpoint (moto server).
+NodePool controller, the S3 endpoint (moto server) and, with ``real_node``, the registry and the node
+``kai-system`` on which every real pod runs (CoreDNS, the runner pods).
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ from typing import Any
 import yaml
 
 from localenv import processes, settings
-from localenv.node import COREDNS_IMAGE, KUBERNETES_SERVICE_IP, PAUSE_IMAGE, NodeConfig, RealNode
-from localenv.pod_network import PodNetwork
+from localenv.node import (
+    COREDNS_IMAGE,
+    KUBERNETES_SERVICE_IP,
+    PAUSE_IMAGE,
+    SYSTEM_NODE_TAINT,
+    NodeConfig,
+    RealNode,
+)
 from localenv.processes import ComponentError
 from localenv.registry import LocalRegistry, StaticImage
 from localenv.settings import Settings
@@ -63,7 +70,7 @@ MANIFESTS = Path(__file__).with_name("manifests")
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
 # Processes localenv runs itself, in start order.
-OWN_COMPONENTS = ("nodepool-controller", "runner-kubelet", "s3")
+OWN_COMPONENTS = ("nodepool-controller", "s3")
 UP_TIMEOUT_SECONDS = 120
 
 
@@ -120,10 +127,11 @@ class LocalEnvironment:
                 bin_dir=config.bin_dir,
                 logs_dir=config.logs_dir,
                 run_dir=config.run_dir,
-                network=PodNetwork(bridge=config.pod_bridge, subnet=config.pod_subnet),
+                network=config.pod_network,
                 pki_dir=self.cluster_dir() / "pki",
                 api_server_port=config.ports.kube_apiserver,
                 kubelet_port=config.ports.kubelet,
+                bridge_served_ports=(config.ports.s3,),
                 registry=f"127.0.0.1:{config.ports.registry}",
             )
         )
@@ -187,7 +195,7 @@ class LocalEnvironment:
     def _start(self, *, node_count: int) -> None:
         started = time.monotonic()
         config = self.config
-        for directory in (config.logs_dir, config.run_dir, config.kwok_workdir, config.runner_sandboxes):
+        for directory in (config.logs_dir, config.run_dir, config.kwok_workdir):
             directory.mkdir(parents=True, exist_ok=True)
         if config.real_node:
             # Before the API server binds every address and before any pod: the guard, then the bridge.
@@ -259,7 +267,7 @@ class LocalEnvironment:
             "--enable-crds=Stage",
             # Scale tests measure the scheduler, not client-side rate limiters (default QPS 50).
             "--disable-qps-limits",
-            # kwok simulates only the NodePool's nodes; the runner node is served by our kubelet double.
+            # kwok simulates only the NodePool's nodes; kai-system has a kubelet of its own.
             "--extra-args=kwok-controller=manage-all-nodes=false",
             "--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             f"--kubeconfig={config.kubeconfig}",
@@ -326,20 +334,11 @@ class LocalEnvironment:
                 "localenv.nodepool_controller",
                 f"--kubeconfig={kubeconfig}",
             ],
-            "runner-kubelet": [
-                _python(),
-                "-m",
-                "localenv.runner_kubelet",
-                f"--kubeconfig={kubeconfig}",
-                f"--node-name={settings.RUNNER_NODE_NAME}",
-                f"--port={config.ports.runner_kubelet}",
-                f"--sandbox-root={config.runner_sandboxes}",
-                f"--kubelet-version={self._server_version()}",
-            ],
             "s3": [
                 str(Path(_python()).parent / "moto_server"),
                 "-H",
-                "127.0.0.1",
+                # Every address, for the runner pods on the bridge; the guard lets only lo and the bridge in.
+                "0.0.0.0" if config.real_node else "127.0.0.1",
                 "-p",
                 str(config.ports.s3),
             ],
@@ -347,7 +346,6 @@ class LocalEnvironment:
         for name in OWN_COMPONENTS:
             processes.start(name=name, argv=commands[name], log_dir=config.logs_dir, run_dir=config.run_dir)
         for name, ready, what in (
-            ("runner-kubelet", self._runner_node_ready, "registered its Ready node"),
             ("s3", lambda: processes.port_in_use(config.ports.s3), "listening"),
             (
                 "nodepool-controller",
@@ -380,21 +378,6 @@ class LocalEnvironment:
     def _log(self, name: str) -> str:
         path = self.config.logs_dir / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
-
-    def _server_version(self) -> str:
-        version: dict[str, Any] = json.loads(self.kubectl("version", "-o", "json"))
-        return str(version["serverVersion"]["gitVersion"])
-
-    def _runner_node_ready(self) -> bool:
-        output = self.kubectl(
-            "get",
-            "node",
-            settings.RUNNER_NODE_NAME,
-            "-o",
-            "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-            check=False,
-        )
-        return output.strip() == "True"
 
     def s3_client(self) -> Any:
         """A boto3 client of the local S3 endpoint, with its credentials."""
@@ -466,7 +449,7 @@ class LocalEnvironment:
                 capture_output=True,
                 check=False,
             )
-        # Anything still running from the state directory (a crashed start, a runner pod's process).
+        # Anything still running from the state directory (a crashed start).
         for pid in processes.processes_under(str(config.home)):
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -503,7 +486,7 @@ class LocalEnvironment:
             "port": config.ports.prometheus,
             "schema": "http",
         }
-        return {
+        exports = {
             "KUBECONFIG": str(config.kubeconfig),
             "AWS_ENDPOINT_URL_S3": config.s3_endpoint_url,
             "AWS_ACCESS_KEY_ID": settings.S3_ACCESS_KEY,
@@ -517,6 +500,12 @@ class LocalEnvironment:
             # What the README's Reliability section asks of every deployment (docker-compose sets it too).
             "AIRFLOW__WORKERS__API_RETRIES": "10",
         }
+        if config.real_node:
+            # The runner pods go where a cluster's system pods go: onto the tainted system node.
+            taint = SYSTEM_NODE_TAINT
+            exports["KAI_SCALE_RUNNER_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
+            exports["KAI_SCALE_RUNNER_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
+        return exports
 
 
 def _remove_state(home: Path, *, keep: Path | None) -> None:

@@ -66,6 +66,8 @@ class NodeConfig:
     """The cluster's CA (``ca.crt``, ``ca.key``), made by kwokctl."""
     api_server_port: int
     kubelet_port: int
+    bridge_served_ports: tuple[int, ...]
+    """Other servers that listen on every address so that pods reach them (the S3 endpoint)."""
     registry: str
     """host:port of the local registry on loopback."""
 
@@ -109,7 +111,7 @@ class RealNode:
         if not self.snapshot_path.exists():
             HostSnapshot.take().save(self.snapshot_path)
         # Always (again): a guard removed by hand must not leave a restarted API server unguarded.
-        guarded_ports = [config.api_server_port, config.kubelet_port]
+        guarded_ports = [config.api_server_port, config.kubelet_port, *config.bridge_served_ports]
         if config.network.exists():
             config.network.install_guard(guarded_ports)
         else:

@@ -4,7 +4,7 @@ The CNI bridge plugin turns on IP forwarding, after which a pod's packet to an o
 leave through the machine's own interface. The guard is an nftables table of its own, installed
 before the first pod and removed by ``down``: nothing from or to the pod network is forwarded through
 any interface but the bridge, and the servers that listen on every address (the API server, the
-kubelet) answer only loopback and the bridge, over IPv4 and IPv6.
+kubelet, the S3 endpoint) answer only loopback and the bridge, over IPv4 and IPv6.
 """
 
 from __future__ import annotations

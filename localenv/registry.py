@@ -11,6 +11,8 @@ import os
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,21 +112,24 @@ class LocalRegistry:
         if self.has(image.reference):
             return
         target = self.local_reference(image.reference)
-        with tempfile.TemporaryDirectory() as scratch:
-            layer = Path(scratch) / "layer.tar"
-            with tarfile.open(layer, "w") as archive:
-                info = archive.gettarinfo(
-                    str(image.binary.resolve()), arcname=image.path_in_image.lstrip("/")
-                )
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                with image.binary.open("rb") as binary:
-                    archive.addfile(info, binary)
+        with _one_file_layer(image.binary, image.path_in_image) as layer:
             self._crane("append", "--oci-empty-base", "-f", str(layer), "-t", target)
-            mutate = ["mutate", target, f"--entrypoint={image.path_in_image}", "--set-platform=linux/amd64"]
-            if image.arguments:
-                mutate.append(f"--cmd={','.join(image.arguments)}")
-            self._crane(*mutate, "-t", target)
+        mutate = ["mutate", target, f"--entrypoint={image.path_in_image}", "--set-platform=linux/amd64"]
+        if image.arguments:
+            mutate.append(f"--cmd={','.join(image.arguments)}")
+        self._crane(*mutate, "-t", target)
+
+    def push_with_file(self, *, base: str, reference: str, file: Path, path_in_image: str) -> None:
+        """Push the image ``base`` with one more file (its mode kept) as ``reference``."""
+        with _one_file_layer(file, path_in_image) as layer:
+            self._crane(
+                "append",
+                f"--base={self.local_reference(base)}",
+                "-f",
+                str(layer),
+                "-t",
+                self.local_reference(reference),
+            )
 
     def _crane(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -133,3 +138,17 @@ class LocalRegistry:
         if check and result.returncode != 0:
             raise ComponentError(f"crane {' '.join(args)} failed: {result.stderr.strip()}")
         return result
+
+
+@contextmanager
+def _one_file_layer(file: Path, path_in_image: str) -> Iterator[Path]:
+    """An image layer (a tar file) holding ``file`` at ``path_in_image``, owned by root."""
+    with tempfile.TemporaryDirectory() as scratch:
+        layer = Path(scratch) / "layer.tar"
+        with tarfile.open(layer, "w") as archive:
+            info = archive.gettarinfo(str(file.resolve()), arcname=path_in_image.lstrip("/"))
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with file.open("rb") as content:
+                archive.addfile(info, content)
+        yield layer

@@ -7,10 +7,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from localenv.pod_network import PodNetwork
+
 CLUSTER_NAME = "kai-scale"
-# The runner node is served by our kubelet double, never by KWOK.
-RUNNER_NODE_NAME = "kai-runner"
-# The image whose pods the runner node really runs; see localenv/runner_images.yaml.
 S3_ACCESS_KEY = "local-access-key"
 S3_SECRET_KEY = "local-secret-key"
 S3_REGION = "us-east-1"
@@ -37,8 +36,6 @@ class Ports:
     """Prometheus web API."""
     s3: int
     """The S3 endpoint (moto server, HTTP)."""
-    runner_kubelet: int
-    """The runner node's kubelet API (HTTPS), served by localenv.runner_kubelet."""
     kubelet: int = 10250
     """The real node's kubelet API (HTTPS), on the pod bridge's address."""
     registry: int = 35000
@@ -52,7 +49,6 @@ class Ports:
             kwok_controller=_port("KWOK_CONTROLLER", 30247),
             prometheus=_port("PROMETHEUS", 39090),
             s3=_port("S3", 39000),
-            runner_kubelet=_port("RUNNER_KUBELET", 30250),
             kubelet=_port("KUBELET", 10250),
             registry=_port("REGISTRY", 35000),
         )
@@ -64,7 +60,6 @@ class Ports:
             "kwok-controller": self.kwok_controller,
             "prometheus": self.prometheus,
             "s3 (moto)": self.s3,
-            "runner-kubelet": self.runner_kubelet,
             "registry": self.registry,
         }
 
@@ -143,11 +138,6 @@ class Settings:
         return self.home / "kwok"
 
     @property
-    def runner_sandboxes(self) -> Path:
-        """Working directories of the runner pods' local processes."""
-        return self.home / "runner-pods"
-
-    @property
     def kube_apiserver_url(self) -> str:
         """The API server's URL."""
         return f"https://127.0.0.1:{self.ports.kube_apiserver}"
@@ -158,9 +148,22 @@ class Settings:
         return f"http://127.0.0.1:{self.ports.prometheus}"
 
     @property
+    def pod_network(self) -> PodNetwork:
+        """The real node's pod network."""
+        return PodNetwork(bridge=self.pod_bridge, subnet=self.pod_subnet)
+
+    @property
+    def s3_host(self) -> str:
+        """Where the S3 endpoint answers both this machine and the pods: the bridge's address.
+
+        Runner pods upload to URLs presigned for this host, so it must be one they reach.
+        """
+        return str(self.pod_network.gateway) if self.real_node else "127.0.0.1"
+
+    @property
     def s3_endpoint_url(self) -> str:
         """The S3 endpoint's URL."""
-        return f"http://127.0.0.1:{self.ports.s3}"
+        return f"http://{self.s3_host}:{self.ports.s3}"
 
     def own_ports(self) -> dict[str, int]:
         """The loopback ports this environment listens on, by component (the registry: with the node)."""

@@ -173,6 +173,35 @@ def test_the_teardown_runs_whatever_became_of_the_setup(dag: DAG) -> None:
     assert dag.get_task("tear_down_environment").trigger_rule == "all_done"
 
 
+def test_runner_placement_settings_reach_every_runner_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_RUNNER_NODE_SELECTOR", "kai-scale.dev/node-role=system")
+    monkeypatch.setenv(
+        "KAI_SCALE_RUNNER_TOLERATIONS", "kai-scale.dev/node-role=system:NoSchedule,gpu:NoSchedule"
+    )
+    dag = DagBag(dag_folder=str(REPO / "dags")).dags["kai_scale_nightly"]
+    runners = [task for task in dag.tasks if isinstance(task, ScenarioPodOperator)]
+    assert runners
+    for task in runners:
+        # What the operator puts into the pod's spec (building the spec itself needs a cluster).
+        assert task.node_selector == {"kai-scale.dev/node-role": "system"}
+        assert [t.to_dict() for t in task.tolerations] == [
+            {
+                "key": "kai-scale.dev/node-role",
+                "operator": "Equal",
+                "value": "system",
+                "effect": "NoSchedule",
+                "toleration_seconds": None,
+            },
+            {
+                "key": "gpu",
+                "operator": "Exists",
+                "value": None,
+                "effect": "NoSchedule",
+                "toleration_seconds": None,
+            },
+        ]
+
+
 def test_without_alert_settings_the_dag_has_no_alerts(dag: DAG) -> None:
     assert not dag.on_failure_callback
     assert not dag.deadline

@@ -16,11 +16,16 @@ import yaml
 from kai_scale.dag_factory import build_nightly_dag
 from kai_scale.object_keys import manifest_key, published_keys
 from kai_scale.scenario_files import load_scenarios
-from kai_scale.settings import PipelineSettings
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from localenv import settings as localenv_settings
+from localenv.environment import LocalEnvironment
 from tests.conftest import REPO
 
 STANDIN_SUITE = REPO / "tests" / "standin" / "kai_suite_standin.py"
+# The tests' runner image: the runner image that localenv builds from docker/runner/Dockerfile, plus
+# the stand-in suite, which the runner pods of standin_scenario() run in place of KAI's.
+TEST_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner-with-standin"
+STANDIN_IN_IMAGE = "/usr/local/bin/kai-suite-standin"
 DAG_ID = "kai_scale_nightly"  # dag.test() needs a DAG of this id in the DAGs folder
 
 
@@ -45,13 +50,23 @@ def include_dir_with(tmp_path: Path, scenarios: dict[str, dict[str, Any]]) -> Pa
     return include
 
 
+def push_test_runner_image(local_env: LocalEnvironment) -> None:
+    """Push TEST_RUNNER_IMAGE (tag ``main``, the pipeline's default) to the local registry."""
+    local_env.registry().push_with_file(
+        base=f"{DEFAULT_RUNNER_IMAGE}:main",
+        reference=f"{TEST_RUNNER_IMAGE}:main",
+        file=STANDIN_SUITE,
+        path_in_image=STANDIN_IN_IMAGE,
+    )
+
+
 def standin_scenario(mode: str, *, timeout: str = "5m", **env: str) -> dict[str, Any]:
-    """A ginkgo scenario run by the stand-in suite (tests/standin/kai_suite_standin.py)."""
+    """A ginkgo scenario whose runner pod runs the stand-in suite (tests/standin/kai_suite_standin.py)."""
     return {
         "description": f"stand-in suite, mode {mode}",
         "run": {"kind": "ginkgo", "focus": "Big cluster Sanity Fill Cluster"},
         "timeout": timeout,
-        "env": {"KAI_SCALE_SUITE_BINARY": str(STANDIN_SUITE), "STANDIN_MODE": mode, **env},
+        "env": {"KAI_SCALE_SUITE_BINARY": STANDIN_IN_IMAGE, "STANDIN_MODE": mode, **env},
         "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Gi"}},
     }
 

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from kai_scale.metrics.prometheus_api import PrometheusClient
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
-from tests.integration.airflow_env import migrate_airflow_db
+from tests.integration.airflow_env import TEST_RUNNER_IMAGE, migrate_airflow_db, push_test_runner_image
 from tests.waiting import wait_for
 
 TEST_LABEL = "kai-scale.dev/test"
@@ -109,8 +109,12 @@ def airflow_db() -> None:
 
 @pytest.fixture(scope="session")
 def airflow_on_local_env(local_env: LocalEnvironment, airflow_db: None) -> Iterator[dict[str, str]]:
-    """Airflow's connections pointed at the local environment, and a migrated metadata database."""
-    exports = local_env.exports()
+    """Airflow's connections pointed at the local environment, and a migrated metadata database.
+
+    The runner pods run the tests' runner image: the real one plus the stand-in suite.
+    """
+    push_test_runner_image(local_env)
+    exports = {**local_env.exports(), "KAI_SCALE_RUNNER_IMAGE": TEST_RUNNER_IMAGE}
     saved = {name: os.environ.get(name) for name in exports}
     os.environ.update(exports)
     yield exports

@@ -95,8 +95,8 @@ def test_pipeline_overhead_leaves_the_environments_history_alone(local_env: Loca
 def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
     ports = dict(
         zip(
-            ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3", "RUNNER_KUBELET"),
-            free_ports(5),
+            ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3"),
+            free_ports(4),
             strict=True,
         )
     )

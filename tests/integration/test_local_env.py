@@ -1,9 +1,11 @@
-"""The local environment itself, against its real components (kube-apiserver, kwok, Prometheus, moto)."""
+"""The local environment itself, against its real components (kube-apiserver, kwok, Prometheus, moto).
+
+The real node and the pods it runs: test_real_node.py.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 import urllib.request
 import uuid
@@ -13,14 +15,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from localenv import settings
 from localenv.environment import LocalEnvironment
+from localenv.node import NODE_NAME
 from localenv.nodepool_controller import CONTROLLER_LABEL
 from tests.waiting import wait_for
-
-RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner:test"
 
 
 def test_api_server_answers(local_env: LocalEnvironment) -> None:
@@ -33,7 +33,7 @@ def test_up_again_is_harmless(local_env: LocalEnvironment, core: client.CoreV1Ap
     pool = local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "jsonpath={.spec.nodeCount}")
     local_env.up(node_count=int(pool))
     assert local_env.is_up()
-    assert core.read_node(settings.RUNNER_NODE_NAME).metadata.name == settings.RUNNER_NODE_NAME
+    assert core.read_node(NODE_NAME).metadata.name == NODE_NAME
 
 
 @pytest.fixture
@@ -109,136 +109,6 @@ def test_node_pool_gives_ready_gpu_nodes(
     assert (available["status"], available["reason"]) == ("True", "Ready")
 
 
-def _runner_pod(name: str, command: list[str], **container: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "kai-scale-runner"}},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": "base",
-                    "image": RUNNER_IMAGE,
-                    "command": command,
-                    "terminationMessagePolicy": "FallbackToLogsOnError",
-                    **container,
-                }
-            ],
-        },
-    }
-
-
-def _wait_default_service_account(core: client.CoreV1Api, namespace: str) -> None:
-    def exists() -> bool:
-        try:
-            return bool(core.read_namespaced_service_account("default", namespace))
-        except ApiException:
-            return False
-
-    wait_for(exists, timeout=30, what=f"the default ServiceAccount in {namespace}")
-
-
-def _wait_phase(core: client.CoreV1Api, namespace: str, name: str, phases: set[str]) -> client.V1Pod:
-    return wait_for(
-        lambda: (pod := core.read_namespaced_pod(name, namespace)).status.phase in phases and pod,
-        timeout=60,
-        what=f"pod {namespace}/{name} to reach {sorted(phases)}",
-    )
-
-
-def _pod_log(core: client.CoreV1Api, namespace: str, name: str) -> str:
-    # Raw bytes: with a preloaded str response, kubernetes 36 returns the repr of the bytes.
-    response = core.read_namespaced_pod_log(name, namespace, _preload_content=False)
-    return str(response.data.decode())
-
-
-def test_runner_pod_runs_for_real_and_fails_with_its_message(core: client.CoreV1Api, namespace: str) -> None:
-    _wait_default_service_account(core, namespace)
-    script = (
-        'echo "hello from $POD_NAME with NODE_COUNT=$NODE_COUNT"; echo "spec failed: reclaim" >&2; exit 3'
-    )
-    pod = _runner_pod(
-        "runner-fails",
-        ["sh", "-c", script],
-        env=[
-            {"name": "NODE_COUNT", "value": "500"},
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        ],
-    )
-    core.create_namespaced_pod(namespace, pod)
-    finished = _wait_phase(core, namespace, "runner-fails", {"Succeeded", "Failed"})
-    assert finished.spec.node_name == settings.RUNNER_NODE_NAME
-    assert finished.status.phase == "Failed"
-    terminated = finished.status.container_statuses[0].state.terminated
-    assert terminated.exit_code == 3
-    assert terminated.reason == "Error"
-    assert "spec failed: reclaim" in terminated.message
-    # stdout and stderr are two pipes: their lines reach the log in either order, as in a container.
-    log_lines = _pod_log(core, namespace, "runner-fails").splitlines()
-    assert sorted(log_lines) == ["hello from runner-fails with NODE_COUNT=500", "spec failed: reclaim"]
-
-
-def test_runner_pod_talks_to_the_api_as_its_service_account(
-    local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str
-) -> None:
-    """The process gets a kubeconfig with the pod's ServiceAccount token: RBAC applies to it."""
-    _wait_default_service_account(core, namespace)
-    kubectl = str(local_env.config.bin_dir / "kubectl")
-    script = f"{kubectl} auth whoami -o jsonpath='{{.status.userInfo.username}}'; echo; {kubectl} get nodes"
-    core.create_namespaced_pod(namespace, _runner_pod("runner-whoami", ["sh", "-c", script]))
-    finished = _wait_phase(core, namespace, "runner-whoami", {"Succeeded", "Failed"})
-    log = _pod_log(core, namespace, "runner-whoami")
-    assert log.splitlines()[0] == f"system:serviceaccount:{namespace}:default"
-    assert "forbidden" in log  # the default ServiceAccount may not list nodes
-    assert finished.status.phase == "Failed"
-
-
-def test_deleting_a_runner_pod_stops_its_process(core: client.CoreV1Api, namespace: str) -> None:
-    _wait_default_service_account(core, namespace)
-    core.create_namespaced_pod(namespace, _runner_pod("runner-sleeps", ["sleep", "600"]))
-    running = _wait_phase(core, namespace, "runner-sleeps", {"Running"})
-    pid = int(running.status.container_statuses[0].container_id.removeprefix("local://"))
-    assert os.path.exists(f"/proc/{pid}")
-    core.delete_namespaced_pod("runner-sleeps", namespace, grace_period_seconds=5)
-
-    def gone() -> bool:
-        try:
-            core.read_namespaced_pod("runner-sleeps", namespace)
-        except ApiException as error:
-            return bool(error.status == 404)
-        return False
-
-    wait_for(gone, timeout=30, what="the deleted runner pod to disappear")
-    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=10, what=f"process {pid} to end")
-
-
-def test_runner_pod_follows_logs_while_running(core: client.CoreV1Api, namespace: str) -> None:
-    _wait_default_service_account(core, namespace)
-    script = "for i in 1 2 3; do echo tick $i; sleep 0.3; done"
-    core.create_namespaced_pod(namespace, _runner_pod("runner-ticks", ["sh", "-c", script]))
-    _wait_phase(core, namespace, "runner-ticks", {"Running", "Succeeded"})
-    response = core.read_namespaced_pod_log(
-        "runner-ticks", namespace, follow=True, timestamps=True, _preload_content=False
-    )
-    lines = response.data.decode().splitlines()
-    assert [line.split(" ", 1)[1] for line in lines] == ["tick 1", "tick 2", "tick 3"]
-    assert _wait_phase(core, namespace, "runner-ticks", {"Succeeded", "Failed"}).status.phase == "Succeeded"
-
-
-def test_unknown_image_cannot_be_pulled_on_the_runner_node(core: client.CoreV1Api, namespace: str) -> None:
-    _wait_default_service_account(core, namespace)
-    pod = _runner_pod("runner-bad-image", ["true"])
-    pod["spec"]["containers"][0]["image"] = "example.invalid/not-the-runner:1"
-    core.create_namespaced_pod(namespace, pod)
-
-    def waiting_reason() -> str | None:
-        statuses = core.read_namespaced_pod("runner-bad-image", namespace).status.container_statuses or []
-        return statuses[0].state.waiting.reason if statuses and statuses[0].state.waiting else None
-
-    assert wait_for(waiting_reason, timeout=30, what="an image pull error") == "ErrImagePull"
-
-
 def test_workload_pod_is_simulated_running(
     local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str, node_pool: str
 ) -> None:
@@ -257,7 +127,11 @@ def test_workload_pod_is_simulated_running(
         },
     }
     core.create_namespaced_pod(namespace, pod)
-    running = _wait_phase(core, namespace, "gpu-job", {"Running"})
+    running = wait_for(
+        lambda: (pod := core.read_namespaced_pod("gpu-job", namespace)).status.phase == "Running" and pod,
+        timeout=60,
+        what="the GPU pod to run on a KWOK node",
+    )
     assert running.spec.node_name.startswith(node_pool)
     assert {c.type: c.status for c in running.status.conditions}["Ready"] == "True"
     # Nothing completes it: KAI's setup removes the pod-complete stage, and so does localenv.
@@ -291,15 +165,3 @@ def test_s3_endpoint_rejects_a_stale_if_match(local_env: LocalEnvironment) -> No
         s3.put_object(Bucket=bucket, Key=key, Body=b'{"runs": [2]}', IfMatch=first["ETag"])
     assert stale.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
     assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == b'{"runs": [1]}'
-
-
-def test_runner_pod_past_its_deadline_is_stopped_and_failed(core: client.CoreV1Api, namespace: str) -> None:
-    _wait_default_service_account(core, namespace)
-    pod = _runner_pod("runner-too-long", ["sleep", "600"])
-    pod["spec"]["activeDeadlineSeconds"] = 2
-    pod["spec"]["terminationGracePeriodSeconds"] = 1
-    core.create_namespaced_pod(namespace, pod)
-    finished = _wait_phase(core, namespace, "runner-too-long", {"Succeeded", "Failed"})
-    assert finished.status.phase == "Failed"
-    assert finished.status.reason == "DeadlineExceeded"
-    assert finished.status.container_statuses[0].state.terminated.exit_code == 143  # SIGTERM

@@ -15,10 +15,8 @@ from tests.waiting import free_ports
 
 
 def _second_environment(local_env: LocalEnvironment, home: Path) -> LocalEnvironment:
-    apiserver, kwok, prometheus, s3, kubelet = free_ports(5)
-    ports = Ports(
-        kube_apiserver=apiserver, kwok_controller=kwok, prometheus=prometheus, s3=s3, runner_kubelet=kubelet
-    )
+    apiserver, kwok, prometheus, s3 = free_ports(4)
+    ports = Ports(kube_apiserver=apiserver, kwok_controller=kwok, prometheus=prometheus, s3=s3)
     # Without a real node: the session's environment has the machine's one.
     config = Settings(home=home, bin_dir=local_env.config.bin_dir, ports=ports, real_node=False)
     return LocalEnvironment(config)

@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from kai_scale.object_keys import run_summary_key
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -48,12 +49,16 @@ def _node_pool_size(local_env: LocalEnvironment) -> int:
 
 
 @pytest.mark.usefixtures("prometheus")
-def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.CoreV1Api) -> None:
+def test_full_run_of_the_shipped_dag(
+    local_env: LocalEnvironment, core: client.CoreV1Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The DAG file as shipped, node_count 100 (Prometheus already has rates: the window is short).
 
-    KAI is not installed here, so the KAI suite's scenarios end as skipped with that reason, and the
-    GPU workload runs for real against kube-scheduler.
+    The runner pods run the shipped runner image (not the tests' one with the stand-in suite). KAI is
+    not installed here, so the KAI suite's scenarios end as skipped with that reason, and the GPU
+    workload runs for real against kube-scheduler.
     """
+    monkeypatch.setenv("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE)
     import kai_scale_nightly  # noqa: PLC0415 - imported after the fixtures point Airflow at the local environment
 
     size_before = _node_pool_size(local_env)
@@ -75,7 +80,11 @@ def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.C
             "KAI not installed: CRD queues.scheduling.run.ai not found",
         ), name
     assert summary["node_count"] == 100
-    _checkpublished_run(summary["run_id"], skipped=sorted(by_name))
+    published = _checkpublished_run(summary["run_id"], skipped=sorted(by_name))
+    # The digest the node pulled is the one the local registry serves: the image built from the Dockerfile.
+    pushed = local_env.registry().digest(f"{DEFAULT_RUNNER_IMAGE}:main")
+    image_ids = published["results"]["metadata"]["runner_image_ids"]
+    assert set(image_ids.values()) == {f"{DEFAULT_RUNNER_IMAGE}@{pushed}"}
     # Teardown put the cluster back: the NodePool's size, no pods of the run.
     assert _node_pool_size(local_env) == size_before
     leftovers = core.list_pod_for_all_namespaces(
@@ -84,7 +93,7 @@ def test_full_run_of_the_shipped_dag(local_env: LocalEnvironment, core: client.C
     assert leftovers == []
 
 
-def _checkpublished_run(run_id: str, *, skipped: list[str]) -> None:
+def _checkpublished_run(run_id: str, *, skipped: list[str]) -> dict[str, Any]:
     published = published_run(run_id)
     metadata = published["results"]["metadata"]
     assert metadata["kwok_node_count"] == 100
@@ -93,7 +102,7 @@ def _checkpublished_run(run_id: str, *, skipped: list[str]) -> None:
     assert metadata["timestamp"].endswith("Z")
     assert metadata["service_resources"]["scheduler"]["requests"] == {"cpu": "3", "memory": "7Gi"}
     assert metadata["kubernetes_version"] == "v1.34.4", "read from the cluster, not assumed"
-    assert metadata["runner_image"] == "ghcr.io/kai-scale-pipeline/runner:main"
+    assert metadata["runner_image"] == f"{DEFAULT_RUNNER_IMAGE}:main"
     assert set(metadata["runner_image_ids"]) == {"gpu-pod-throughput", *skipped}
     assert published["results"]["results"]["status"] == "success"
     tests = {test["test_name"]: test for test in published["results"]["results"]["tests"]}
@@ -112,6 +121,7 @@ def _checkpublished_run(run_id: str, *, skipped: list[str]) -> None:
     (entry,) = published["entries"]
     assert entry["path"] == published["results_key"]
     assert (entry["status"], entry["node_count"]) == ("success", 100)
+    return published
 
 
 @pytest.mark.usefixtures("fake_kai")

@@ -12,6 +12,7 @@ import json
 import socket
 import subprocess
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -277,3 +278,102 @@ def test_a_runner_pod_reports_its_termination_message_and_deadline(
     assert terminated.message.strip() == "spec failed: reclaim"
     overran = _finished(core, namespace, "overruns")
     assert (overran.status.phase, overran.status.reason) == ("Failed", "DeadlineExceeded")
+
+
+def test_a_failing_runner_pod_falls_back_to_its_log_and_logs_both_streams(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """``FallbackToLogsOnError`` as the pipeline sets it: the log's tail is the termination message."""
+    _wait_for_default_service_account(core, namespace)
+    script = (
+        'echo "hello from $POD_NAME with NODE_COUNT=$NODE_COUNT"; echo "spec failed: reclaim" >&2; exit 3'
+    )
+    pod = _runner_pod("fails", ["sh", "-c", script])
+    pod["spec"]["containers"][0] |= {
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "env": [
+            {"name": "NODE_COUNT", "value": "500"},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        ],
+    }
+    core.create_namespaced_pod(namespace, pod)
+    failed = _finished(core, namespace, "fails")
+    terminated = failed.status.container_statuses[0].state.terminated
+    assert (failed.status.phase, terminated.exit_code, terminated.reason) == ("Failed", 3, "Error")
+    assert "spec failed: reclaim" in terminated.message
+    # Two pipes: their lines reach the log in either order.
+    log = core.read_namespaced_pod_log("fails", namespace, _preload_content=False).data.decode()
+    lines = log.splitlines()
+    assert sorted(lines) == ["hello from fails with NODE_COUNT=500", "spec failed: reclaim"]
+
+
+def test_a_running_pods_log_can_be_followed(core: client.CoreV1Api, namespace: str) -> None:
+    _wait_for_default_service_account(core, namespace)
+    script = "for i in 1 2 3; do echo tick $i; sleep 0.3; done"
+    core.create_namespaced_pod(namespace, _runner_pod("ticks", ["sh", "-c", script]))
+    wait_for(
+        lambda: core.read_namespaced_pod("ticks", namespace).status.phase in {"Running", "Succeeded"},
+        timeout=60,
+        what="pod ticks to start",
+    )
+    response = core.read_namespaced_pod_log("ticks", namespace, follow=True, _preload_content=False)
+    assert response.data.decode().splitlines() == ["tick 1", "tick 2", "tick 3"]
+    assert _finished(core, namespace, "ticks").status.phase == "Succeeded"
+
+
+def _processes_running(argv: list[str]) -> list[int]:
+    """Processes of this machine with exactly this command line (a container's, seen from the host)."""
+    wanted = "\0".join(argv) + "\0"
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if cmdline.read_text() == wanted:
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_deleting_a_runner_pod_stops_its_container(core: client.CoreV1Api, namespace: str) -> None:
+    _wait_for_default_service_account(core, namespace)
+    command = ["sleep", f"{600 + uuid.uuid4().int % 1000}"]  # a command line no other process has
+    core.create_namespaced_pod(namespace, _runner_pod("sleeps", command))
+    wait_for(lambda: _processes_running(command), timeout=60, what="the pod's process on this machine")
+    core.delete_namespaced_pod("sleeps", namespace, grace_period_seconds=2)
+
+    def gone() -> bool:
+        try:
+            core.read_namespaced_pod("sleeps", namespace)
+        except ApiException as error:
+            return bool(error.status == 404)
+        return False
+
+    wait_for(gone, timeout=60, what="the deleted pod to disappear")
+    assert _processes_running(command) == []
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ghcr.io/kai-scale-pipeline/not-built-here:1",  # a mirrored registry, not in the local one
+        "example.invalid/not-the-runner:1",  # a registry that is not mirrored: never pulled upstream
+    ],
+)
+def test_an_image_the_local_registry_lacks_is_not_pulled(
+    core: client.CoreV1Api, namespace: str, image: str
+) -> None:
+    _wait_for_default_service_account(core, namespace)
+    pod = _runner_pod("bad-image", ["true"])
+    pod["spec"]["containers"][0]["image"] = image
+    core.create_namespaced_pod(namespace, pod)
+
+    def waiting_reason() -> str | None:
+        statuses = core.read_namespaced_pod("bad-image", namespace).status.container_statuses or []
+        return statuses[0].state.waiting.reason if statuses and statuses[0].state.waiting else None
+
+    reason = wait_for(
+        lambda: waiting_reason() in {"ErrImagePull", "ImagePullBackOff"} and waiting_reason(),
+        timeout=60,
+        what="an image pull error",
+    )
+    assert reason in {"ErrImagePull", "ImagePullBackOff"}

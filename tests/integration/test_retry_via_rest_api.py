@@ -128,11 +128,11 @@ def airflow_services(
 ) -> Iterator[AirflowServices]:
     """A running Airflow whose nightly DAG has scenarios ``flaky``, ``steady`` and ``slow``."""
     home = tmp_path_factory.mktemp("airflow-services")
-    marker = home / "flaky-has-failed-once"
+    marker = f"flaky-failed-once-{secrets.token_hex(4)}"  # a namespace: it outlives the first pod
     include = include_dir_with(
         home,
         {
-            "flaky": standin_scenario("fail-once", STANDIN_MARKER=str(marker)),
+            "flaky": standin_scenario("fail-once", STANDIN_MARKER=marker),
             "steady": workload_scenario(),
             "slow": {**standin_scenario("slow", STANDIN_SECONDS=str(SLOW_SECONDS)), "enabled": False},
             "brief": {**standin_scenario("slow", STANDIN_SECONDS=str(BRIEF_SECONDS)), "enabled": False},
@@ -164,6 +164,7 @@ def airflow_services(
         yield services
     finally:
         services.stop()
+        local_env.kubectl("delete", "namespace", marker, "--ignore-not-found", "--wait=false")
 
 
 @pytest.fixture(scope="module")

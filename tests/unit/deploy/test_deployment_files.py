@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
-from localenv.runner_images import load_mapping
 from tests.conftest import ALERT_VARIABLES, REPO
 
 AIRFLOW_SERVICES = {
@@ -56,7 +55,8 @@ def test_airflow_runs_this_repository(compose: dict[str, Any]) -> None:
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].endswith("@postgres/airflow")
         assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://")
         assert env["KAI_SCALE_INCLUDE_DIR"] == "/opt/airflow/include"
-        for setting in ALERT_VARIABLES:  # off unless the deployment sets them, the same for every service
+        # Off unless the deployment sets them, the same for every service.
+        for setting in (*ALERT_VARIABLES, "KAI_SCALE_RUNNER_NODE_SELECTOR", "KAI_SCALE_RUNNER_TOLERATIONS"):
             assert env[setting] == f"${{{setting}:-}}", (name, setting)
     for directory in ("dags", "plugins", "include"):
         assert (REPO / directory).is_dir()
@@ -67,8 +67,10 @@ def test_dockerfiles_exist_and_the_runner_image_is_the_one_the_local_node_runs()
     runner = (REPO / "docker" / "runner" / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["kai-scale-runner"]' in runner
     assert "go test -c" in runner
-    mapped = {image.repository: image.entrypoint for image in load_mapping()}
-    assert mapped[DEFAULT_RUNNER_IMAGE] == ("kai-scale-runner",)
+    # The local environment builds this Dockerfile into the repository the pipeline pulls by default.
+    images_script = (REPO / "localenv" / "images.sh").read_text()
+    assert f'RUNNER_IMAGE="{DEFAULT_RUNNER_IMAGE}"' in images_script
+    assert "docker/runner/Dockerfile" in images_script
 
 
 def test_the_runner_image_installs_only_the_runner_and_the_model() -> None:

@@ -102,6 +102,57 @@ class AlertSettings:
         return settings
 
 
+# A label key (optional DNS-subdomain prefix, then a name) and a label value, as Kubernetes checks them.
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}")
+_LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A taint the runner pods tolerate: ``key=value:Effect``, or ``key:Effect`` for any value."""
+
+    key: str
+    value: str | None
+    effect: str
+
+
+def _label_pair(name: str, text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(value):
+        raise SettingsError(f"{name} needs labels like kai-scale.dev/node-role=system, got {text!r}")
+    return key, value
+
+
+def _node_selector(name: str) -> dict[str, str]:
+    """``key=value,key=value`` (as in ``kubectl label``)."""
+    parts = [part.strip() for part in (_optional(name) or "").split(",") if part.strip()]
+    return dict(_label_pair(name, part) for part in parts)
+
+
+def _tolerations(name: str) -> tuple[Toleration, ...]:
+    """``key=value:Effect,key:Effect`` (taints as ``kubectl taint`` writes them)."""
+    tolerations = []
+    for part in (part.strip() for part in (_optional(name) or "").split(",")):
+        if not part:
+            continue
+        taint, colon, effect = part.rpartition(":")
+        if not colon or effect not in _TAINT_EFFECTS:
+            raise SettingsError(
+                f"{name} needs taints like kai-scale.dev/node-role=system:NoSchedule (effect one of "
+                f"{', '.join(_TAINT_EFFECTS)}), got {part!r}"
+            )
+        if "=" in taint:
+            key, value = _label_pair(name, taint)
+            tolerations.append(Toleration(key=key, value=value, effect=effect))
+        elif _LABEL_KEY.fullmatch(taint):
+            tolerations.append(Toleration(key=taint, value=None, effect=effect))
+        else:
+            raise SettingsError(f"{name}: {taint!r} is not a taint key")
+    return tuple(tolerations)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PipelineSettings:
     """Where the pipeline runs, where its results go and who hears about a bad run."""
@@ -122,6 +173,10 @@ class PipelineSettings:
     """Namespace of the runner pods and the workload pods."""
     runner_image: str
     """Repository of the runner image; a run picks only its tag or digest (param ``runner_tag``)."""
+    runner_node_selector: dict[str, str]
+    """``KAI_SCALE_RUNNER_NODE_SELECTOR``: labels of the nodes the runner pods may run on (none: any)."""
+    runner_tolerations: tuple[Toleration, ...]
+    """``KAI_SCALE_RUNNER_TOLERATIONS``: taints of those nodes that the runner pods tolerate."""
     include_dir: Path
     """The ``include/`` directory: scenarios and manifests."""
     retry_delay_seconds: int
@@ -154,6 +209,8 @@ class PipelineSettings:
             results_url=results_url,
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
             runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),
+            runner_node_selector=_node_selector("KAI_SCALE_RUNNER_NODE_SELECTOR"),
+            runner_tolerations=_tolerations("KAI_SCALE_RUNNER_TOLERATIONS"),
             include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", default_include_dir)),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
             alerts=AlertSettings.from_environment(),

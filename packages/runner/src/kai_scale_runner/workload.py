@@ -67,7 +67,7 @@ def pod_body(*, name: str, run: WorkloadRun, pod_labels: dict[str, str]) -> dict
 
 
 async def _configuration(pool_size: int) -> client.Configuration:
-    """KUBECONFIG when set (the local runner node passes credentials so), else the in-cluster account."""
+    """KUBECONFIG when set (the runner run outside a pod), else the pod's in-cluster account."""
     configuration = client.Configuration()
     try:
         # Read KUBECONFIG now: the library reads its default path once, when it is imported.

@@ -90,6 +90,18 @@ class ScenarioPodOperator(KubernetesPodOperator):
                 "KAI_REF": "{{ params.kai_ref }}",
             },
             service_account_name=RUNNER_SERVICE_ACCOUNT,
+            # A real cluster keeps the runner off the KWOK nodes (their taint) and, often, on its
+            # system nodes: a deployment setting.
+            node_selector=settings.runner_node_selector,
+            tolerations=[
+                k8s.V1Toleration(
+                    key=toleration.key,
+                    operator="Exists" if toleration.value is None else "Equal",
+                    value=toleration.value,
+                    effect=toleration.effect,
+                )
+                for toleration in settings.runner_tolerations
+            ],
             container_resources=k8s.V1ResourceRequirements(
                 requests=resources.requests, limits=resources.limits
             ),
