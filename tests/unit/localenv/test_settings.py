@@ -21,7 +21,15 @@ def test_state_lives_under_the_home(monkeypatch: pytest.MonkeyPatch, tmp_path: o
     monkeypatch.setenv("KAI_LOCALENV_HOME", "/tmp/kai-home")
     config = Settings.from_environment()
     assert str(config.kubeconfig) == "/tmp/kai-home/kubeconfig"
-    assert config.s3_endpoint_url == f"http://127.0.0.1:{config.ports.s3}"
+
+
+def test_the_s3_endpoint_is_where_the_runner_pods_reach_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_LOCALENV_POD_SUBNET", "10.99.0.0/24")
+    config = Settings.from_environment()
+    assert config.s3_endpoint_url == f"http://10.99.0.1:{config.ports.s3}", "the bridge's address"
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
+    config = Settings.from_environment()
+    assert config.s3_endpoint_url == f"http://127.0.0.1:{config.ports.s3}", "no pods, no bridge"
 
 
 def test_the_real_node_and_its_network_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
