@@ -59,6 +59,9 @@ NODE_BINARIES = (
     "images/coredns",
 )
 KWOK_MODULE_VERSION = "v0.8.0"
+# kwok's release manifests run the controller from this image (kwok's images/kwok/Dockerfile: the
+# static binary as the entrypoint); the same binary kwokctl runs here.
+KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_MODULE_VERSION}"
 # The stages KAI's setup leaves in place: the fast ones, without pod-complete (pods run until deleted).
 STAGE_FILES = (
     "node/fast/node-initialize.yaml",
@@ -307,6 +310,9 @@ class LocalEnvironment:
         for image in (
             StaticImage(reference=PAUSE_IMAGE, binary=images / "pause", path_in_image="/pause"),
             StaticImage(reference=COREDNS_IMAGE, binary=images / "coredns", path_in_image="/coredns"),
+            StaticImage(
+                reference=KWOK_IMAGE, binary=self.config.bin_dir / "kwok", path_in_image="/usr/local/bin/kwok"
+            ),
         ):
             registry.push_static_image(image)
         self._build_and_push_runner_image(registry)

@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
-from localenv.environment import LocalEnvironment
+from localenv.environment import KWOK_IMAGE, KWOK_MODULE_VERSION, LocalEnvironment
 from localenv.node import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, RealNode
 from localenv.processes import ComponentError
 from tests.waiting import wait_for
@@ -377,3 +377,21 @@ def test_an_image_the_local_registry_lacks_is_not_pulled(
         what="an image pull error",
     )
     assert reason in {"ErrImagePull", "ImagePullBackOff"}
+
+
+def test_kwoks_controller_image_runs_from_the_local_registry(
+    local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str
+) -> None:
+    """The image kwok's release manifests name, built from the kwok module (for the setup's KWOK install)."""
+    _wait_for_default_service_account(core, namespace)
+    pod = _runner_pod("kwok-version", [])
+    container = pod["spec"]["containers"][0]
+    del container["command"]  # the image's entrypoint, as kwok's Deployment runs it
+    container |= {"image": KWOK_IMAGE, "args": ["--version"]}
+    core.create_namespaced_pod(namespace, pod)
+    finished = _finished(core, namespace, "kwok-version")
+    log = core.read_namespaced_pod_log("kwok-version", namespace, _preload_content=False).data.decode()
+    assert finished.status.phase == "Succeeded", log
+    assert log.startswith(f"kwok version {KWOK_MODULE_VERSION} ")
+    digest = local_env.registry().digest(KWOK_IMAGE)
+    assert finished.status.container_statuses[0].image_id.endswith(f"@{digest}")
