@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 
 from kai_scale.verdicts.change_points import detect_change
-from kai_scale.verdicts.regressions import HistoricRun, find_regressions
+from kai_scale.verdicts.history import HistoricRun
+from kai_scale.verdicts.regressions import find_regressions
 
 Noise = Callable[[random.Random], float]
 NOISES: dict[str, Noise] = {

@@ -9,7 +9,8 @@ from kai_scale.verdicts.acknowledgements import Acknowledgement, parse_acknowled
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, Method
 from kai_scale.verdicts.comparison import compare_runs
 from kai_scale.verdicts.document import verdicts_document
-from kai_scale.verdicts.regressions import HistoricRun, find_regressions
+from kai_scale.verdicts.history import HistoricRun
+from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import evaluate_thresholds
 
 
@@ -139,8 +140,8 @@ def test_the_document_says_regression_with_one_reason_per_finding() -> None:
             thresholds=[{"test_name": "Fill", "detail": "time", "max": "10m"}], tests=newest.tests, where="s"
         ),
         regressions=regressions,
-        comparison=compare_runs(current=newest.tests, previous=history[-1].tests),
-        previous_run_id=history[-1].run_id,
+        comparison=compare_runs(current=newest.tests, previous=history[-1]),
+        previous_run_ids={"fill": history[-1].run_id},
         method=Method(),
     )
     assert document["verdict"] == "regression"

@@ -10,16 +10,7 @@ from kai_scale.verdicts.acknowledgements import Acknowledgement, acknowledged_in
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, ChangePoint, Method, detect_change
 from kai_scale.verdicts.comparison import measurements
 from kai_scale.verdicts.directions import DetailRule, rule_for
-
-
-@dataclass(frozen=True, kw_only=True)
-class HistoricRun:
-    """One earlier published run of the same node count."""
-
-    run_id: str
-    """Its run id (from the manifest)."""
-    tests: Sequence[Mapping[str, Any]]
-    """Its results.json ``results.tests``."""
+from kai_scale.verdicts.history import HistoricRun
 
 
 @dataclass(frozen=True, kw_only=True)
