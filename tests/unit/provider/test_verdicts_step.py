@@ -2,57 +2,21 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.object_keys import manifest_key, published_keys
-from kai_scale.publishing.publisher import append_to_manifest
 from kai_scale.publishing.verdicts_step import judge_run
-
-PREFIX = "Public/"
-
-
-def _test(name: str, seconds: float) -> dict[str, Any]:
-    return {"test_name": name, "status": "success", "details": {"time": f"{seconds}s"}}
-
-
-def _failed(scenario: str) -> dict[str, Any]:
-    """The entry results.json has for a failed scenario (kai_scale.publishing.results_document)."""
-    return {"test_name": scenario, "status": "failure", "details": {"scenario": scenario, "message": "boom"}}
-
-
-def _publish(
-    bucket: ResultsBucketHook, night: int, tests: list[dict[str, Any]], node_count: int = 500
-) -> None:
-    """A published run as publish_results leaves it: its results.json, then its manifest entry."""
-    run_id = f"r{night}"
-    status = "failure" if any(t["status"] == "failure" for t in tests) else "success"
-    results_key = published_keys(prefix=PREFIX, run_id=run_id).results
-    bucket.write_text(
-        key=results_key, text=json.dumps({"metadata": {}, "results": {"status": status, "tests": tests}})
-    )
-    append_to_manifest(
-        bucket,
-        key=manifest_key(PREFIX),
-        entry={
-            "timestamp": f"2026-11-{1 + night:02d}T02:00:00Z",
-            "path": results_key,
-            "run_id": run_id,
-            "node_count": node_count,
-            "status": status,
-        },
-    )
+from tests.unit.provider.published_runs import PREFIX, failed_scenario, publish, suite_test
 
 
 def test_each_scenario_is_compared_with_its_own_previous_run(results_bucket: ResultsBucketHook) -> None:
-    _publish(results_bucket, 0, [_test("Fill", 100), _test("Reclaim", 50)])
-    _publish(results_bucket, 1, [_test("Fill", 101), _failed("reclaim")])
-    _publish(results_bucket, 2, [_failed("fill"), _test("Reclaim", 52)])
-    _publish(results_bucket, 3, [_test("Fill", 999), _test("Reclaim", 999)], node_count=100)
-    tonight = {"fill": [_test("Fill", 110)], "reclaim": [_test("Reclaim", 55)]}
+    publish(results_bucket, night=0, tests=[suite_test("Fill", 100), suite_test("Reclaim", 50)])
+    publish(results_bucket, night=1, tests=[suite_test("Fill", 101), failed_scenario("reclaim")])
+    publish(results_bucket, night=2, tests=[failed_scenario("fill"), suite_test("Reclaim", 52)])
+    publish(
+        results_bucket, night=3, tests=[suite_test("Fill", 999), suite_test("Reclaim", 999)], node_count=100
+    )
+    tonight = {"fill": [suite_test("Fill", 110)], "reclaim": [suite_test("Reclaim", 55)]}
 
     verdicts = judge_run(
         results_bucket,
