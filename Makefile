@@ -8,8 +8,11 @@ UV_VERSION := 0.13.9
 export KAI_LOCALENV_HOME ?= $(HOME)/.local/state/kai-scale-pipeline
 
 NODE_COUNT ?= 500
+# make calibrate: how many of the newest comparable runs, and the margin in the bad direction.
+LAST ?= 5
+MARGIN ?= 0.2
 
-.PHONY: help venv test lint typecheck local-deps local-up local-down local-env local-status demo bench lock clean
+.PHONY: help venv test lint typecheck local-deps local-up local-down local-env local-status demo bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -57,6 +60,10 @@ local-status: venv ## show what is running
 
 bench: local-deps ## benchmarks (results go to docs/benchmarks.md by hand)
 	$(BIN)/python benchmarks/local_env.py
+
+# Quiet (@): no command line echoed among the proposal on stdout (`make calibrate > proposal.yaml`).
+calibrate: venv ## propose thresholds YAML from the published history (NODE_COUNT, LAST=5, MARGIN=0.2; the DAG's KAI_SCALE_AWS_CONN_ID, KAI_SCALE_RESULTS_BUCKET, KAI_SCALE_RESULTS_PREFIX)
+	@$(BIN)/python -m kai_scale.publishing.calibrate --node-count $(NODE_COUNT) --last $(LAST) --margin $(MARGIN)
 
 lock: ## re-resolve the locks: requirements*.txt (pipeline, dev) and packages/runner/requirements.txt
 	test -x $(BIN)/uv || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet uv==$(UV_VERSION); }

@@ -7,6 +7,8 @@ Usage: ``nice .venv/bin/python benchmarks/change_points.py [--trials 200]``. Pri
   minus 40 (target <= 3), and nights flagged before 40 count as false flags;
 - noise: 200 nights of pure noise, each night from the 11th judged as the newest; false flags per night
   judged (target <= 1 %);
+- acknowledged: the same step at run 40, acknowledged, then a second 20 % step 3, 4 or 5 runs later
+  (flagged within 3 runs of it?), or none (false flags from run 40 to 59);
 - time: one run of 6 tests x 5 details judged against a 10,000-run history (target <= 2 s).
 """
 
@@ -19,7 +21,8 @@ import time
 from collections.abc import Callable
 
 from kai_scale.verdicts.change_points import detect_change
-from kai_scale.verdicts.regressions import HistoricRun, find_regressions
+from kai_scale.verdicts.history import HistoricRun
+from kai_scale.verdicts.regressions import find_regressions
 
 Noise = Callable[[random.Random], float]
 NOISES: dict[str, Noise] = {
@@ -28,9 +31,12 @@ NOISES: dict[str, Noise] = {
 }
 
 
-def _flagged_nights(values: list[float]) -> list[int]:
+def _flagged_nights(values: list[float], *, accepted: int | None = None) -> list[int]:
+    """Nights flagged when judged as the newest run (from the acknowledged run on, when there is one)."""
     return [
-        n for n in range(1, len(values)) if detect_change(values[: n + 1], better="lower", min_change=0.05)
+        n
+        for n in range(accepted or 1, len(values))
+        if detect_change(values[: n + 1], better="lower", min_change=0.05, accepted=accepted)
     ]
 
 
@@ -57,6 +63,19 @@ def noise_only(noise: Noise, trials: int) -> tuple[int, int]:
         flags += len(_flagged_nights(values))
         judged += 200 - 10
     return flags, judged
+
+
+def acknowledged_step(noise: Noise, trials: int, gap: int | None) -> tuple[int, int]:
+    """Second steps flagged within 3 runs, and flags from the acknowledged run 40 to the second step."""
+    flagged = false = 0
+    for seed in range(trials):
+        rng = random.Random(seed)
+        second = 40 + gap if gap is not None else 60
+        values = [100 * 1.2 ** ((i >= 40) + (i >= second)) * (1 + noise(rng)) for i in range(60)]
+        nights = _flagged_nights(values, accepted=40)
+        false += sum(1 for n in nights if n < second)
+        flagged += any(second <= n <= second + 3 for n in nights)
+    return flagged, false
 
 
 def long_history() -> float:
@@ -96,6 +115,17 @@ def main() -> None:
             f"| pure noise, 200 nights: false flags | {name} | "
             f"{flags}/{judged} = {flags / judged:.2%} | <= 1 % |"
         )
+        _, false = acknowledged_step(noise, args.trials, None)
+        print(
+            f"| 20 % step at run 40 acknowledged: flags on runs 40-59 | {name} | "
+            f"{false}/{20 * args.trials} = {false / (20 * args.trials):.2%} | <= 1 % |"
+        )
+        for gap in (3, 4, 5):
+            flagged, false = acknowledged_step(noise, args.trials, gap)
+            print(
+                f"| ... and a second 20 % step {gap} runs later: flagged within 3 runs | {name} | "
+                f"{flagged}/{args.trials} ({false} flags before it) | within 3 runs |"
+            )
     print(
         f"| one run (6 tests x 5 details), 10,000-run history | - | {long_history() * 1000:.1f} ms | <= 2 s |"
     )

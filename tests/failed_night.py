@@ -13,7 +13,8 @@ from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
 from kai_scale.verdicts.change_points import DEFAULT_METHOD
 from kai_scale.verdicts.comparison import compare_runs
 from kai_scale.verdicts.document import verdicts_document
-from kai_scale.verdicts.regressions import HistoricRun, find_regressions
+from kai_scale.verdicts.history import HistoricRun
+from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import evaluate_thresholds
 
 RUN_ID = "20261122T020000Z-scheduled-1a2b3c4d"
@@ -69,8 +70,8 @@ def failed_night() -> tuple[dict[str, Any], dict[str, Any]]:
         tests=tests,
         thresholds=thresholds,
         regressions=find_regressions(run_id=RUN_ID, node_count=500, tests=tests, history=history),
-        comparison=compare_runs(current=tests, previous=history[-1].tests),
-        previous_run_id=history[-1].run_id,
+        comparison=compare_runs(current=fill(490.0), previous=history[-1]),
+        previous_run_ids={"sanity-fill-cluster": history[-1].run_id},
         method=DEFAULT_METHOD,
     )
     entries = [

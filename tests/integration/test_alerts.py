@@ -38,7 +38,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.log import mask_secret
 
 from kai_scale.alerts.wiring import alert_wiring
-from kai_scale.object_keys import run_summary_key
+from kai_scale.object_keys import manifest_key, published_keys, run_summary_key
 from kai_scale.publishing.publisher import PublishError
 from kai_scale.publishing.task import RunFailedError
 from kai_scale.publishing.xcom import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
@@ -469,6 +469,38 @@ def _publish_history(prefix: str, seconds: list[float]) -> None:
         )
 
 
+def _assert_published_as_a_regression(prefix: str, run_id: str) -> None:
+    """What the bucket holds of the regressing run: its verdicts.json and its manifest entry."""
+    from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415
+    from localenv import settings as localenv_settings  # noqa: PLC0415
+
+    store = ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+    keys = published_keys(prefix=prefix, run_id=run_id)
+    text = store.read_text(keys.verdicts)
+    assert text is not None, f"{keys.verdicts} was not published"
+    verdicts = json.loads(text)
+    assert (verdicts["run_id"], verdicts["node_count"], verdicts["verdict"]) == (run_id, 20, "regression")
+    (reason,) = verdicts["reasons"]
+    assert "'Fill Cluster with single GPU Jobs' / 'time' regressed since run 20260030-scheduled" in reason
+    time = verdicts["tests"]["Fill Cluster with single GPU Jobs"]["time"]
+    change = time["change_point"]
+    assert (change["since_run_id"], change["better"]) == ("20260030-scheduled", "lower")
+    assert change["p_value"] <= 0.001
+    assert change["current"] == pytest.approx((395.0 + 398.0 + 396.737854402) / 3)
+    # The stand-in scenario's previous comparable run is the newest night of the history.
+    assert verdicts["previous_run_ids"] == {"standin-pass": "20260031-scheduled"}
+    assert time["comparison"]["previous_run_id"] == "20260031-scheduled"
+    assert time["comparison"]["previous"] == 398.0
+    assert time["comparison"]["current"] == pytest.approx(396.737854402)
+
+    manifest_text = store.read_text(manifest_key(prefix))
+    assert manifest_text is not None
+    (entry,) = [run for run in json.loads(manifest_text)["runs"] if run.get("run_id") == run_id]
+    # The scenario passed (status), the run regressed (verdict).
+    assert (entry["status"], entry["verdict"], entry["node_count"]) == ("success", "regression", 20)
+    assert entry["path"] == keys.results
+
+
 @pytest.mark.usefixtures("airflow_on_local_env", "fake_kai", "alert_settings")
 def test_a_regressing_nightly_run_fails_after_publishing_and_is_alerted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mailbox: Mailbox, webhook: Webhook
@@ -495,10 +527,12 @@ def test_a_regressing_nightly_run_fails_after_publishing_and_is_alerted(
     assert states["run_standin_pass"] == "success"
     assert states["publish_results"] == "failed", "published, then failed by the regression"
     assert states["tear_down_environment"] == "success"
+    assert dag_run.state == "failed", states
     summary = dag_run.get_task_instance("publish_results").xcom_pull(
         task_ids="publish_results", key=RUN_SUMMARY_XCOM_KEY
     )
     assert summary["verdict"] == "regression", summary["verdict_reasons"]
+    _assert_published_as_a_regression(prefix, summary["run_id"])
     # dag.test() cannot run the DAG's notifiers (apache/airflow#64649); the dag-processor does.
     mailbox.messages.clear()
     webhook.posts.clear()

@@ -257,6 +257,7 @@ def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() ->
         node_count=500,
         scenarios=[scenario],
         tests=_fill(490.0),
+        scenario_tests={"sanity-fill-cluster": _fill(490.0)},
         include_dir="include",
     )
 
@@ -266,4 +267,5 @@ def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() ->
     assert detail["change_point"]["better"] == "lower"
     assert detail["change_point"]["p_value"] <= 0.001
     assert detail["comparison"]["previous"] == 484.0
+    assert verdicts["previous_run_ids"] == {"sanity-fill-cluster": "20260031-scheduled"}
     assert any("regressed since run" in reason for reason in verdicts["reasons"])

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kai_scale.verdicts.comparison import compare_runs
+from kai_scale.verdicts.history import HistoricRun, previous_runs
 from kai_scale.verdicts.thresholds import evaluate_thresholds
 from kai_scale.verdicts.values import DetailValueError
 
@@ -50,9 +53,52 @@ def test_a_bound_that_is_no_number_names_where_it_is() -> None:
 
 
 def test_comparison_gives_previous_current_and_change() -> None:
-    previous = [{"test_name": "Fill", "status": "success", "details": {"nodes": 500, "time": "6m0s"}}]
+    previous = HistoricRun(
+        run_id="r1",
+        tests=[{"test_name": "Fill", "status": "success", "details": {"nodes": 500, "time": "6m0s"}}],
+    )
     rows = {(r.test_name, r.detail): r for r in compare_runs(current=TESTS, previous=previous)}
     assert set(rows) == {("Fill", "nodes"), ("Fill", "time")}
     assert rows[("Fill", "time")].previous == 360
     assert rows[("Fill", "time")].change_percent == pytest.approx(10.19, abs=0.01)
+    assert rows[("Fill", "time")].previous_run_id == "r1"
     assert rows[("Fill", "nodes")].change_percent == 0
+
+
+def test_without_a_previous_run_a_detail_has_no_previous_value() -> None:
+    (row,) = [r for r in compare_runs(current=TESTS, previous=None) if r.detail == "time"]
+    assert (row.previous, row.change_percent, row.previous_run_id) == (None, None, None)
+
+
+def _test(name: str, seconds: float) -> dict[str, Any]:
+    return {"test_name": name, "status": "success", "details": {"time": f"{seconds}s"}}
+
+
+def _failed(scenario: str, status: str = "failure") -> dict[str, Any]:
+    """The entry results.json has for a scenario that failed or was skipped."""
+    return {"test_name": scenario, "status": status, "details": {"scenario": scenario, "message": "boom"}}
+
+
+def test_each_scenario_is_compared_with_the_newest_run_it_produced_results_in() -> None:
+    earlier = [
+        HistoricRun(run_id="r1", tests=[_test("Fill", 100), _test("Reclaim", 50)]),
+        # Before the reclaim scenario existed.
+        HistoricRun(run_id="r2", tests=[_test("Fill", 101)]),
+        # Reclaim not selected; fill's suite wrote its test and then the scenario failed.
+        HistoricRun(run_id="r3", tests=[_test("Fill", 102), _failed("fill"), _failed("reclaim", "skipped")]),
+        # Fill failed before its suite wrote anything; reclaim passed.
+        HistoricRun(run_id="r4", tests=[_failed("fill"), _test("Reclaim", 53)]),
+    ]
+    tonight = {
+        "fill": [_test("Fill", 110)],
+        "reclaim": [_test("Reclaim", 55)],
+        "topology": [_test("Topo", 9)],
+    }
+
+    previous = previous_runs(tonight, earlier=earlier)
+
+    assert {scenario: run.run_id if run else None for scenario, run in previous.items()} == {
+        "fill": "r2",
+        "reclaim": "r4",
+        "topology": None,
+    }

@@ -138,6 +138,9 @@ def publish_results(
             # Thresholds bound what a scenario measured: a failed or skipped one is reported as such.
             scenarios=[s for s, e in zip(scenarios, entries, strict=True) if e.status == "success"],
             tests=results["results"]["tests"],
+            scenario_tests={
+                e.scenario: e.outcome["tests"] for e in entries if e.outcome and e.outcome["tests"]
+            },
             include_dir=str(settings.include_dir),
         )
     summary = {**summary, "verdict": verdicts["verdict"], "verdict_reasons": verdicts["reasons"]}

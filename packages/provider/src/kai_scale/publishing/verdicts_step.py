@@ -1,61 +1,69 @@
 """Judging a run before it is published: its history read from the bucket, the pure verdicts applied.
 
-Reads the manifest, the ``results.json`` of the last comparable runs (same node count, published
-successfully) and ``acknowledgements.json``; the maths is ``kai_scale.verdicts``.
+Reads the manifest, the ``results.json`` of the last runs at the same node count (the successful ones
+are the history; each scenario is compared with the newest in which it produced results) and
+``acknowledgements.json``; the maths is ``kai_scale.verdicts``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.object_keys import acknowledgements_key, manifest_key
-from kai_scale.publishing.manifest import ManifestError, parse_manifest
+from kai_scale.object_keys import acknowledgements_key
+from kai_scale.publishing.manifest import ManifestError, empty_manifest
+from kai_scale.publishing.published_history import read_manifest, read_run
 from kai_scale.verdicts.acknowledgements import Acknowledgement, parse_acknowledgements
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, Method
 from kai_scale.verdicts.comparison import compare_runs
 from kai_scale.verdicts.directions import DetailRule, default_rule
 from kai_scale.verdicts.document import verdicts_document
-from kai_scale.verdicts.history import comparable_entries
-from kai_scale.verdicts.regressions import HistoricRun, find_regressions
+from kai_scale.verdicts.history import HistoricRun, comparable_entries, earlier_entries, previous_runs
+from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import ThresholdFinding, evaluate_thresholds
 from kai_scale_model.scenario import Scenario
 
 log = logging.getLogger(__name__)
 
 
-def _history(
+@dataclass(frozen=True, kw_only=True)
+class _EarlierRuns:
+    """The runs at the node count before the one being judged, each read once."""
+
+    judged_against: list[HistoricRun]
+    """The last successful runs: the history the details are judged against."""
+    compared_with: list[HistoricRun]
+    """The last runs whatever their status: where each scenario's previous run is looked for."""
+
+
+def _earlier_runs(
     bucket: ResultsBucketHook, *, prefix: str, run_id: str, node_count: int, method: Method
-) -> list[HistoricRun]:
-    text = bucket.read_text(manifest_key(prefix))
+) -> _EarlierRuns:
     try:
-        manifest = parse_manifest(text, key=manifest_key(prefix)) if text else {"runs": []}
+        manifest = read_manifest(bucket, prefix=prefix) or empty_manifest()
     except ManifestError as error:
         # Judged without history; publishing then refuses the manifest itself, saying so.
         log.warning("no history to judge run %s against: %s", run_id, error)
-        return []
-    runs = []
-    for entry in comparable_entries(
-        manifest, run_id=run_id, node_count=node_count, last=method.window + method.max_tail
-    ):
-        results = bucket.read_text(str(entry.get("path", "")))
-        try:
-            tests = json.loads(results)["results"]["tests"] if results else None
-        except (json.JSONDecodeError, KeyError, TypeError):
-            tests = None
-        if tests is None:
-            # A lost or unreadable run is a gap in the history, not a reason to judge nothing.
-            log.warning(
-                "run %s: results.json at %s unreadable, left out of the history",
-                entry.get("run_id"),
-                entry.get("path"),
-            )
-            continue
-        runs.append(HistoricRun(run_id=str(entry["run_id"]), tests=tests))
-    return runs
+        manifest = empty_manifest()
+    last = method.window + method.max_tail
+    read: dict[str, HistoricRun | None] = {}
+
+    def runs(entries: list[dict[str, Any]]) -> list[HistoricRun]:
+        # Most nights both lists hold the same runs. A lost or unreadable run is a gap in the history,
+        # not a reason to judge nothing.
+        for entry in entries:
+            path = str(entry.get("path", ""))
+            if path not in read:
+                read[path] = read_run(bucket, entry)
+        return [run for entry in entries if (run := read[str(entry.get("path", ""))]) is not None]
+
+    return _EarlierRuns(
+        judged_against=runs(comparable_entries(manifest, run_id=run_id, node_count=node_count, last=last)),
+        compared_with=runs(earlier_entries(manifest, run_id=run_id, node_count=node_count)[-last:]),
+    )
 
 
 def _acknowledgements(bucket: ResultsBucketHook, *, prefix: str) -> list[Acknowledgement]:
@@ -96,6 +104,7 @@ def judge_run(
     node_count: int,
     scenarios: Sequence[Scenario],
     tests: Sequence[Mapping[str, Any]],
+    scenario_tests: Mapping[str, Sequence[Mapping[str, Any]]],
     include_dir: str,
     method: Method = DEFAULT_METHOD,
 ) -> dict[str, Any]:
@@ -103,25 +112,30 @@ def judge_run(
 
     :param scenarios: the scenarios that ran to success (their thresholds are evaluated, their
         ``detail_rules`` judge their details' regressions).
+    :param scenario_tests: each scenario's own test entries (compared with its previous run).
     """
-    history = _history(bucket, prefix=prefix, run_id=run_id, node_count=node_count, method=method)
+    earlier = _earlier_runs(bucket, prefix=prefix, run_id=run_id, node_count=node_count, method=method)
     regressions = find_regressions(
         run_id=run_id,
         node_count=node_count,
         tests=tests,
-        history=history,
+        history=earlier.judged_against,
         acknowledgements=_acknowledgements(bucket, prefix=prefix),
         method=method,
         rules=detail_rules(scenarios),
     )
-    previous = history[-1] if history else None
+    previous = previous_runs(scenario_tests, earlier=earlier.compared_with)
     return verdicts_document(
         run_id=run_id,
         node_count=node_count,
         tests=tests,
         thresholds=_thresholds(scenarios, tests, include_dir),
         regressions=regressions,
-        comparison=compare_runs(current=tests, previous=previous.tests if previous else None),
-        previous_run_id=previous.run_id if previous else None,
+        comparison=[
+            row
+            for scenario, own in scenario_tests.items()
+            for row in compare_runs(current=own, previous=previous[scenario])
+        ],
+        previous_run_ids={scenario: run.run_id if run else None for scenario, run in previous.items()},
         method=method,
     )

@@ -1,9 +1,9 @@
 """Acknowledged change points (``Public/acknowledgements.json``): parsing and applying them. Pure.
 
 ``{"acknowledgements": [{"test_name", "detail", "node_count", "run_id", "by", "reason"}]}``: the run
-that started an accepted change. From that run on, the detail's history at that node count begins
-there, so the accepted level is the baseline and the same change is not reported again, while a later
-change against the new level still is.
+that started an accepted change. The detail's history at that node count is then measured from the
+accepted level (``change_points.detect_change``'s ``accepted``): the same change is not reported
+again, while a later change against the new level is, as soon as it would be without one.
 """
 
 from __future__ import annotations
@@ -55,21 +55,22 @@ def parse_acknowledgements(text: str, *, key: str) -> list[Acknowledgement]:
     return parsed
 
 
-def history_start(
+def acknowledged_index(
     acknowledgements: Sequence[Acknowledgement],
     *,
     test_name: str,
     detail: str,
     node_count: int,
     run_ids: Sequence[str],
-) -> int:
-    """Index in ``run_ids`` (the series' runs, oldest first) where the detail's history begins."""
-    start = 0
-    for ack in acknowledgements:
-        if (ack.test_name, ack.detail, ack.node_count) == (
-            test_name,
-            detail,
-            node_count,
-        ) and ack.run_id in run_ids:
-            start = max(start, run_ids.index(ack.run_id))
-    return start
+) -> int | None:
+    """Index in ``run_ids`` (the series' runs, oldest first) of the detail's newest acknowledged run.
+
+    None when no acknowledged run of this detail is among ``run_ids``.
+    """
+    found = [
+        run_ids.index(ack.run_id)
+        for ack in acknowledgements
+        if (ack.test_name, ack.detail, ack.node_count) == (test_name, detail, node_count)
+        and ack.run_id in run_ids
+    ]
+    return max(found, default=None)

@@ -40,10 +40,13 @@ def verdicts_document(
     thresholds: Sequence[ThresholdFinding],
     regressions: Sequence[RegressionFinding],
     comparison: Sequence[DetailComparison],
-    previous_run_id: str | None,
+    previous_run_ids: Mapping[str, str | None],
     method: Method,
 ) -> dict[str, Any]:
-    """verdicts.json: the verdict, one-line reasons, and per test and detail what was found."""
+    """verdicts.json: the verdict, one-line reasons, and per test and detail what was found.
+
+    :param previous_run_ids: each scenario's previous comparable run (None: it had none).
+    """
     reasons = [f"{t['test_name']!r} failed" for t in tests if t.get("status") == "failure"]
     reasons += [f.reason for f in thresholds if f.status != "pass"] + [f.reason for f in regressions]
     per_test: dict[str, dict[str, dict[str, Any]]] = {}
@@ -56,6 +59,7 @@ def verdicts_document(
             "previous": row.previous,
             "current": row.current,
             "change_percent": row.change_percent,
+            "previous_run_id": row.previous_run_id,
         }
     for finding in thresholds:
         slot(finding.test_name, finding.detail)["threshold"] = asdict(finding)
@@ -73,7 +77,7 @@ def verdicts_document(
         "node_count": node_count,
         "verdict": overall_verdict(tests=tests, thresholds=thresholds, regressions=regressions),
         "reasons": reasons,
-        "previous_run_id": previous_run_id,
+        "previous_run_ids": dict(previous_run_ids),
         "method": {"name": "apache-otava e-divisive", **asdict(method)},
         "tests": per_test,
     }

@@ -6,20 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scale.verdicts.acknowledgements import Acknowledgement, history_start
+from kai_scale.verdicts.acknowledgements import Acknowledgement, acknowledged_index
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, ChangePoint, Method, detect_change
 from kai_scale.verdicts.comparison import measurements
 from kai_scale.verdicts.directions import DetailRule, rule_for
-
-
-@dataclass(frozen=True, kw_only=True)
-class HistoricRun:
-    """One earlier published run of the same node count."""
-
-    run_id: str
-    """Its run id (from the manifest)."""
-    tests: Sequence[Mapping[str, Any]]
-    """Its results.json ``results.tests``."""
+from kai_scale.verdicts.history import HistoricRun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,14 +56,16 @@ def find_regressions(
         ]
         run_ids = [r for r, _ in runs] + [run_id]
         series = [v for _, v in runs] + [value]
-        start = history_start(
+        accepted = acknowledged_index(
             acknowledgements, test_name=test_name, detail=detail, node_count=node_count, run_ids=run_ids
         )
         rule = rule_for(test_name, detail, overrides=rules or {})
-        change = detect_change(series[start:], better=rule.better, min_change=rule.min_change, method=method)
+        change = detect_change(
+            series, better=rule.better, min_change=rule.min_change, method=method, accepted=accepted
+        )
         if change is None:
             continue
-        since = run_ids[start + change.start]
+        since = run_ids[change.start]
         reason = (
             f"{test_name!r} / {detail!r} regressed since run {since}: {change.baseline:g} -> "
             f"{change.current:g} ({change.change_percent:+.1f} %, {rule.better} is better, "
