@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -113,3 +114,47 @@ def test_bad_arguments_are_refused_before_the_bucket_is_read(
         main(["--node-count", "500", *arguments])
     assert exit_.value.code == 2
     assert "--last must be at least 1 and --margin in [0, 1)" in capsys.readouterr().err
+
+
+def _include_with_scenario(tmp_path: Path, text: str) -> Path:
+    scenarios = tmp_path / "include" / "scenarios"
+    scenarios.mkdir(parents=True)
+    (scenarios / "fill.yaml").write_text(text)
+    return scenarios.parent
+
+
+FILL_SCENARIO = """
+name: fill
+description: the suite's Fill spec
+run: {kind: ginkgo, focus: Fill}
+timeout: 30m
+"""
+
+
+def test_a_scenarios_detail_rule_puts_the_bound_on_its_bad_side(
+    results_bucket: ResultsBucketHook,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """A ``time`` better higher (the scenario's rule) gets a ``min``, as its verdicts judge it."""
+    for night, seconds in enumerate((90, 100, 110)):
+        publish(results_bucket, night=night, tests=[suite_test("Fill", seconds)])
+    _use(monkeypatch, results_bucket)
+    rule = "detail_rules:\n  - {test_name: Fill, detail: time, better: higher}\n"
+    monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(_include_with_scenario(tmp_path, FILL_SCENARIO + rule)))
+    assert main(["--node-count", "500"]) == 0
+    out = capsys.readouterr().out  # in-process, Airflow's log lines come first
+    proposal = yaml.safe_load(out[out.index("# proposed") :])
+    assert proposal["thresholds"] == [{"test_name": "Fill", "detail": "time", "min": 80}]
+
+
+def test_a_bad_scenario_file_is_named_before_the_bucket_is_read(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rule = "detail_rules:\n  - {test_name: Fill, detail: time, better: sideways}\n"
+    monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(_include_with_scenario(tmp_path, FILL_SCENARIO + rule)))
+    monkeypatch.setenv("KAI_SCALE_RESULTS_BUCKET", "no-bucket-is-read")
+    err = _refused(capsys)
+    assert "fill.yaml" in err
+    assert "better" in err

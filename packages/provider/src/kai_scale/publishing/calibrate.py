@@ -2,8 +2,8 @@
 
 Reads the manifest and the ``results.json`` of the last successful runs at a node count through the
 pipeline's AWS connection, with the DAG's settings (``KAI_SCALE_AWS_CONN_ID``,
-``KAI_SCALE_RESULTS_BUCKET``, ``KAI_SCALE_RESULTS_PREFIX``), and prints scenario-file YAML for a
-person to review and commit.
+``KAI_SCALE_RESULTS_BUCKET``, ``KAI_SCALE_RESULTS_PREFIX``; the scenarios' ``detail_rules`` from
+``KAI_SCALE_INCLUDE_DIR``), and prints scenario-file YAML for a person to review and commit.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import manifest_key
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.published_history import read_manifest, read_run
+from kai_scale.publishing.verdicts_step import detail_rules
+from kai_scale.scenario_files import ScenarioFileError, load_scenarios
 from kai_scale.settings import PipelineSettings, SettingsError
 from kai_scale.verdicts.calibration import propose_thresholds, thresholds_yaml
 from kai_scale.verdicts.history import HistoricRun, comparable_entries
@@ -78,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.last < 1 or not 0 <= args.margin < 1:
         parser.error(f"--last must be at least 1 and --margin in [0, 1), got {args.last} and {args.margin}")
     try:
-        # include/ is not read: the default only satisfies the DAG's settings.
         settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+        # The scenarios' detail_rules say which side of a detail is bad, as they do for the verdicts.
+        rules = detail_rules(load_scenarios(settings.include_dir / "scenarios"))
         runs = published_runs(settings, node_count=args.node_count, last=args.last)
-        proposals = propose_thresholds([run.tests for run in runs], last=args.last, margin=args.margin)
-    except (SettingsError, CalibrationError) as error:
+        proposals = propose_thresholds(
+            [run.tests for run in runs], last=args.last, margin=args.margin, rules=rules
+        )
+    except (SettingsError, ScenarioFileError, CalibrationError) as error:
         print(f"calibrate: {error}", file=sys.stderr)
         return 2
     print(
