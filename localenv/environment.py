@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from localenv import processes, settings
+from localenv.charts import ChartPusher, vendor_dir
 from localenv.node import (
     COREDNS_IMAGE,
     KUBERNETES_SERVICE_IP,
@@ -303,7 +304,7 @@ class LocalEnvironment:
         return self.config.logs_dir / "cluster"
 
     def _start_node(self) -> None:
-        """The registry with the node's own images, the node, then the cluster DNS on it."""
+        """The registry with the node's images and the charts, the node, then the cluster DNS on it."""
         registry = self.registry()
         registry.start()
         images = self.config.bin_dir / "images"
@@ -316,6 +317,12 @@ class LocalEnvironment:
         ):
             registry.push_static_image(image)
         self._build_and_push_runner_image(registry)
+        ChartPusher(
+            helm=self.config.helm_dir / "helm",
+            registry=registry.address,
+            vendor=vendor_dir(),
+            log_path=self.config.logs_dir / "charts.log",
+        ).push_all()
         self.node().start(kubectl=self.kubectl)
         self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
         self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")

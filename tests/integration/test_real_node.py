@@ -23,6 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+from localenv.charts import VENDOR_CHARTS, VendorChart
 from localenv.environment import KWOK_IMAGE, KWOK_MODULE_VERSION, LocalEnvironment
 from localenv.node import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, RealNode
 from localenv.processes import ComponentError
@@ -395,3 +396,25 @@ def test_kwoks_controller_image_runs_from_the_local_registry(
     assert log.startswith(f"kwok version {KWOK_MODULE_VERSION} ")
     digest = local_env.registry().digest(KWOK_IMAGE)
     assert finished.status.container_statuses[0].image_id.endswith(f"@{digest}")
+
+
+@pytest.mark.parametrize("chart", VENDOR_CHARTS, ids=lambda chart: chart.name)
+def test_the_registry_serves_the_installs_charts_under_their_upstream_names(
+    local_env: LocalEnvironment, chart: VendorChart
+) -> None:
+    """Packaged from the source snapshots, dependencies included: helm renders them from the registry."""
+    helm = str(local_env.config.helm_dir / "helm")
+    url = f"oci://{local_env.registry().address}/{chart.reference}"
+    pulled = [url, "--version", chart.version, "--plain-http"]
+    shown = subprocess.run([helm, "show", "chart", *pulled], capture_output=True, text=True, check=False)
+    assert shown.returncode == 0, shown.stderr
+    metadata = yaml.safe_load(shown.stdout)
+    assert (metadata["name"], metadata["version"]) == (chart.name, chart.version)
+    rendered = subprocess.run(
+        [helm, "template", "probe", *pulled], capture_output=True, text=True, check=False
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    kinds = {doc["kind"] for doc in yaml.safe_load_all(rendered.stdout) if doc}
+    assert "DaemonSet" in kinds or "Deployment" in kinds
+    if chart.name == "kube-prometheus-stack":
+        assert "grafana-8.5.1" in rendered.stdout, "its dependencies came along"

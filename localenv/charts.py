@@ -1,0 +1,136 @@
+"""Helm charts served by the local registry, as OCI charts under their upstream names.
+
+A scale-test cluster's setup installs its charts from their publishers; here the same charts are
+packaged from the source snapshots (``KAI_LOCALENV_VENDOR_DIR``, default ``../shared/vendor`` beside
+the repository: the archives that ``../shared/vendor/README.md`` lists) and pushed once to
+``<registry>/<upstream repository>/<chart>:<version>``, where a chart mirror setting can point helm.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from localenv.processes import ComponentError
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_VENDOR_DIR = REPO.parent / "shared" / "vendor"
+
+
+@dataclass(frozen=True)
+class VendorChart:
+    """A chart in a source archive, and where its publisher serves it as an OCI chart."""
+
+    name: str
+    version: str
+    archive: str
+    """The archive's file name in the vendor directory."""
+    path: str
+    """The chart's directory inside the archive."""
+    oci_repository: str
+    """The publisher's OCI repository of the chart, without the chart's name."""
+    dependencies: tuple[str, ...] = ()
+    """Directories in the archive of the charts it depends on (helm wants them in its charts/)."""
+    stamp_version: bool = False
+    """Whether the source's Chart.yaml has a placeholder version that the release sets."""
+
+    @property
+    def reference(self) -> str:
+        """``<repository>/<name>``: the chart's upstream OCI reference, without ``oci://``."""
+        return f"{self.oci_repository}/{self.name}"
+
+
+# The versions include/manifests/installs.yaml pins.
+VENDOR_CHARTS = (
+    VendorChart(
+        name="fake-gpu-operator",
+        version="0.0.73",
+        archive="fake-gpu-operator-v0.0.73.tar.gz",
+        path="fake-gpu-operator-v0.0.73/deploy/fake-gpu-operator",
+        oci_repository="ghcr.io/run-ai/fake-gpu-operator",
+        # "version: 0.0.1 # Replaced during CD"
+        stamp_version=True,
+    ),
+    VendorChart(
+        name="kube-prometheus-stack",
+        version="62.7.0",
+        archive="kube-prometheus-stack-62.7.0-charts.tar.gz",
+        path="charts/kube-prometheus-stack",
+        oci_repository="ghcr.io/prometheus-community/charts",
+        dependencies=(
+            "charts/kube-state-metrics",
+            "charts/prometheus-node-exporter",
+            "charts/grafana",
+            "charts/prometheus-windows-exporter",
+        ),
+    ),
+)
+
+
+def vendor_dir() -> Path:
+    """Where the source archives are: ``KAI_LOCALENV_VENDOR_DIR`` or ``../shared/vendor``."""
+    return Path(os.environ.get("KAI_LOCALENV_VENDOR_DIR", DEFAULT_VENDOR_DIR))
+
+
+class ChartPusher:
+    """Packages the vendor charts with helm and pushes those the registry lacks."""
+
+    def __init__(self, *, helm: Path, registry: str, vendor: Path, log_path: Path) -> None:
+        self.helm = helm
+        self.registry = registry
+        self.vendor = vendor
+        self.log_path = log_path
+
+    def push_all(self) -> None:
+        """Every chart of VENDOR_CHARTS, once."""
+        for chart in VENDOR_CHARTS:
+            if not self.has(chart):
+                self.push(chart)
+
+    def has(self, chart: VendorChart) -> bool:
+        """Whether the registry serves the chart at its version."""
+        result = self._helm("show", "chart", self.oci_url(chart), "--version", chart.version, check=False)
+        return result.returncode == 0
+
+    def oci_url(self, chart: VendorChart) -> str:
+        """``oci://<registry>/<upstream reference>``, as helm pulls it."""
+        return f"oci://{self.registry}/{chart.reference}"
+
+    def push(self, chart: VendorChart) -> None:
+        """Package the chart from its archive (its dependencies beside it) and push it."""
+        archive = self.vendor / chart.archive
+        if not archive.exists():
+            raise ComponentError(
+                f"charts: {archive} not found; set KAI_LOCALENV_VENDOR_DIR to a directory holding "
+                f"{chart.archive} (a `git archive` of the chart's source, see README)"
+            )
+        with tempfile.TemporaryDirectory() as scratch:
+            work = Path(scratch)
+            with tarfile.open(archive) as source:
+                source.extractall(work, filter="data")
+            chart_dir = work / chart.path
+            for dependency in chart.dependencies:
+                shutil.copytree(work / dependency, chart_dir / "charts" / Path(dependency).name)
+            package = ["package", str(chart_dir), "--destination", str(work)]
+            if chart.stamp_version:
+                package += ["--version", chart.version, "--app-version", chart.version]
+            self._helm(*package)
+            packaged = work / f"{chart.name}-{chart.version}.tgz"
+            if not packaged.exists():
+                raise ComponentError(f"charts: {chart.archive} holds no {chart.name} {chart.version}")
+            self._helm("push", str(packaged), f"oci://{self.registry}/{chart.oci_repository}")
+
+    def _helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        # The registry speaks plain HTTP, on loopback.
+        argv = [str(self.helm), *args, *(["--plain-http"] if args[0] in {"push", "show"} else [])]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        with self.log_path.open("a") as log:
+            log.write(f"$ {' '.join(argv)}\n{result.stdout}{result.stderr}")
+        if check and result.returncode != 0:
+            raise ComponentError(f"charts: helm {' '.join(args[:2])} failed; see {self.log_path}")
+        return result
