@@ -118,6 +118,7 @@ class LocalEnvironment:
         for name in OWN_COMPONENTS:
             states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
         if self.config.real_node:
+            states["pod network guard"] = self.config.pod_network.guard_installed()
             states["registry"] = self.registry().running()
             states.update(self.node().running())
         return states
@@ -135,7 +136,7 @@ class LocalEnvironment:
                 pki_dir=self.cluster_dir() / "pki",
                 api_server_port=config.ports.kube_apiserver,
                 kubelet_port=config.ports.kubelet,
-                bridge_served_ports=(config.ports.s3,),
+                pod_served_ports=(config.ports.s3,),
                 registry=f"127.0.0.1:{config.ports.registry}",
             )
         )
@@ -441,7 +442,8 @@ class LocalEnvironment:
         for name in reversed(OWN_COMPONENTS):
             processes.stop(name=name, run_dir=config.run_dir)
         # What up did, not what the setting says now: the node left its snapshot if it started.
-        if config.real_node or self.node().snapshot_path.exists():
+        had_node = config.real_node or self.node().snapshot_path.exists()
+        if had_node:
             for change in self.node().stop():
                 print(f"restored: {change}")
             self.registry().stop()
@@ -466,6 +468,9 @@ class LocalEnvironment:
         for pid in processes.processes_under(str(config.home)):
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if had_node:
+            # Last: the API server and the S3 endpoint listen on every address until they stop.
+            config.pod_network.remove_guard()
         _remove_state(config.home, keep=config.logs_dir if keep_logs else None)
 
         def busy_ports() -> list[str]:

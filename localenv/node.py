@@ -31,7 +31,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from localenv import processes
 from localenv.host_state import HostSnapshot, mounts_under
-from localenv.pod_network import PodNetwork
+from localenv.pod_network import GuardPorts, PodNetwork
 
 NODE_NAME = "kai-system"
 # A dedicated system node: only pods that tolerate the taint run here (KWOK nodes carry their own).
@@ -66,8 +66,8 @@ class NodeConfig:
     """The cluster's CA (``ca.crt``, ``ca.key``), made by kwokctl."""
     api_server_port: int
     kubelet_port: int
-    bridge_served_ports: tuple[int, ...]
-    """Other servers that listen on every address so that pods reach them (the S3 endpoint)."""
+    pod_served_ports: tuple[int, ...]
+    """This machine's servers that pods use besides the API server (the S3 endpoint)."""
     registry: str
     """host:port of the local registry on loopback."""
 
@@ -111,11 +111,14 @@ class RealNode:
         if not self.snapshot_path.exists():
             HostSnapshot.take().save(self.snapshot_path)
         # Always (again): a guard removed by hand must not leave a restarted API server unguarded.
-        guarded_ports = [config.api_server_port, config.kubelet_port, *config.bridge_served_ports]
+        ports = GuardPorts(
+            served=(config.api_server_port, config.kubelet_port, *config.pod_served_ports),
+            for_pods=(config.api_server_port, *config.pod_served_ports),
+        )
         if config.network.exists():
-            config.network.install_guard(guarded_ports)
+            config.network.install_guard(ports)
         else:
-            config.network.create(guarded_ports=guarded_ports)
+            config.network.create(ports)
 
     def start(self, *, kubectl: Callable[..., str]) -> None:
         """containerd, then the kubelet (Ready node), then kube-proxy; never without the guard."""
@@ -422,7 +425,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
 
     # ---- stop ----------------------------------------------------------------------------------------
     def stop(self) -> list[str]:
-        """Stop the node and put the machine back; returns what was restored, for the log."""
+        """Stop the node and put the machine back; returns what was restored, for the log.
+
+        The guard stays: the caller removes it once the servers it protects have stopped.
+        """
         config = self.config
         for name in ("kube-proxy", "kubelet"):
             processes.stop(name=name, run_dir=config.run_dir)
@@ -439,10 +445,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri"]
             subprocess.run(["umount", "-l", point], capture_output=True, check=False)
         _remove_cgroups(CGROUP_ROOT)
         shutil.rmtree(self.shim_socket_dir, ignore_errors=True)
-        # Kernel settings (IP forwarding off) before the guard goes.
         snapshot = HostSnapshot.load(self.snapshot_path)
         restored = snapshot.restore() if snapshot else []
-        config.network.remove()
+        config.network.remove_links()
         return restored
 
 

@@ -2,9 +2,11 @@
 
 The CNI bridge plugin turns on IP forwarding, after which a pod's packet to an outside address would
 leave through the machine's own interface. The guard is an nftables table of its own, installed
-before the first pod and removed by ``down``: nothing from or to the pod network is forwarded through
-any interface but the bridge, and the servers that listen on every address (the API server, the
-kubelet, the S3 endpoint) answer only loopback and the bridge, over IPv4 and IPv6.
+before the first pod and removed by ``down`` after every server it protects has stopped: nothing from
+or to the pod network is forwarded through any interface but the bridge; the servers that listen on
+every address (the API server, the kubelet, the S3 endpoint) answer only loopback and the bridge,
+over IPv4 and IPv6; and from the bridge, pods reach only the ports they need (the API server, the S3
+endpoint) and the replies to connections this machine opened to them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,16 @@ import ipaddress
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardPorts:
+    """The TCP ports the guard knows."""
+
+    served: tuple[int, ...]
+    """Servers listening on every address: they answer only loopback and the bridge."""
+    for_pods: tuple[int, ...]
+    """Of those, the ones pods may open connections to."""
 
 
 @dataclass(frozen=True)
@@ -36,16 +48,17 @@ class PodNetwork:
         """Whether the bridge exists."""
         return Path(f"/sys/class/net/{self.bridge}").exists()
 
-    def create(self, *, guarded_ports: list[int]) -> None:
+    def create(self, ports: GuardPorts) -> None:
         """The guard first, then the bridge with the gateway address."""
-        self.install_guard(guarded_ports)
+        self.install_guard(ports)
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
 
-    def guard_rules(self, guarded_ports: list[int]) -> str:
+    def guard_rules(self, ports: GuardPorts) -> str:
         """The guard as an nftables script (one table: created and deleted atomically)."""
-        ports = ", ".join(str(port) for port in guarded_ports)
+        served = ", ".join(str(port) for port in sorted(ports.served))
+        for_pods = ", ".join(str(port) for port in sorted(ports.for_pods))
         return f"""
 table inet {self.guard_table} {{
     chain forward {{
@@ -55,17 +68,20 @@ table inet {self.guard_table} {{
     }}
     chain input {{
         type filter hook input priority -300; policy accept;
-        iifname {{ "lo", "{self.bridge}" }} accept
+        iifname "lo" accept
+        iifname "{self.bridge}" ct state established,related accept
+        iifname "{self.bridge}" tcp dport {{ {for_pods} }} accept
+        iifname "{self.bridge}" drop
         ip daddr {self.gateway} drop
-        tcp dport {{ {ports} }} drop
+        tcp dport {{ {served} }} drop
     }}
 }}
 """
 
-    def install_guard(self, guarded_ports: list[int]) -> None:
+    def install_guard(self, ports: GuardPorts) -> None:
         """Replace the guard table with one for this network."""
         self.remove_guard()
-        subprocess.run(["nft", "-f", "-"], input=self.guard_rules(guarded_ports), text=True, check=True)
+        subprocess.run(["nft", "-f", "-"], input=self.guard_rules(ports), text=True, check=True)
 
     def remove_guard(self) -> None:
         """Delete the guard table if it exists."""
@@ -82,8 +98,8 @@ table inet {self.guard_table} {{
         )
         return result.returncode == 0
 
-    def remove(self) -> None:
-        """The pods' veth pairs, the bridge, then the guard.
+    def remove_links(self) -> None:
+        """The pods' veth pairs, then the bridge (the guard stays: ``remove_guard``).
 
         A veth goes with its pod's network namespace only when the kernel gets to freeing that
         namespace, which can take a while: deleting it here leaves no link behind at once.
@@ -95,7 +111,6 @@ table inet {self.guard_table} {{
                 # Gone already when the kernel freed its pod's namespace in the meantime.
                 _ip("link", "delete", line.split(":")[1].strip().split("@")[0], missing_ok=True)
             _ip("link", "delete", self.bridge, missing_ok=True)
-        self.remove_guard()
 
 
 def _ip(*args: str, missing_ok: bool = False) -> None:

@@ -111,13 +111,14 @@ class LocalRegistry:
         """Pack the binary as a one-layer image for linux/amd64 and push it (once)."""
         if self.has(image.reference):
             return
-        target = self.local_reference(image.reference)
+        # Built under a staging tag: the image's tag appears only whole (has() would keep a half one).
+        staging = self.local_reference(f"kai-scale-staging/{image.reference.rsplit('/', 1)[-1]}")
         with _one_file_layer(image.binary, image.path_in_image) as layer:
-            self._crane("append", "--oci-empty-base", "-f", str(layer), "-t", target)
-        mutate = ["mutate", target, f"--entrypoint={image.path_in_image}", "--set-platform=linux/amd64"]
+            self._crane("append", "--oci-empty-base", "-f", str(layer), "-t", staging)
+        mutate = ["mutate", staging, f"--entrypoint={image.path_in_image}", "--set-platform=linux/amd64"]
         if image.arguments:
             mutate.append(f"--cmd={','.join(image.arguments)}")
-        self._crane(*mutate, "-t", target)
+        self._crane(*mutate, "-t", self.local_reference(image.reference))
 
     def push_with_file(self, *, base: str, reference: str, file: Path, path_in_image: str) -> None:
         """Push the image ``base`` with one more file (its mode kept) as ``reference``."""

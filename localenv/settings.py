@@ -1,4 +1,4 @@
-"""Where the local environment keeps its state and which loopback ports it uses."""
+"""Where the local environment keeps its state and which ports it listens on."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _port(name: str, default: int) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class Ports:
-    """Loopback ports of the local environment's servers."""
+    """Ports of the local environment's servers (loopback, or every address behind the guard)."""
 
     kube_apiserver: int
     """kube-apiserver (HTTPS)."""
@@ -73,7 +73,7 @@ class Settings:
     bin_dir: Path
     """Directory of the binaries built by localenv/build.sh."""
     ports: Ports
-    """Loopback ports."""
+    """The servers' ports."""
     real_node: bool = True
     """Run the real node ``kai-system`` (one per machine: its kube-proxy owns the host's iptables).
 
@@ -166,7 +166,7 @@ class Settings:
         return f"http://{self.s3_host}:{self.ports.s3}"
 
     def own_ports(self) -> dict[str, int]:
-        """The loopback ports this environment listens on, by component (the registry: with the node)."""
+        """The ports this environment listens on, by component (the registry: with the node)."""
         ports = self.ports.by_component()
         if not self.real_node:
             del ports["registry"]

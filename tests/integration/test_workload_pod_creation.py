@@ -22,7 +22,7 @@ FORBIDDEN = "no-rights"
 def _token_kubeconfig(
     *, local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str, account: str, path: Path
 ) -> None:
-    """Write to ``path`` a kubeconfig with a token of ``account``, as the runner node gives a pod."""
+    """Write to ``path`` a kubeconfig with a token of ``account``, to run the runner's code as it."""
     core.create_namespaced_service_account(namespace, {"metadata": {"name": account}})
     token = core.create_namespaced_service_account_token(
         account, namespace, {"spec": {"audiences": [], "expirationSeconds": 600}}

@@ -137,6 +137,7 @@ def test_runner_placement_defaults_to_anywhere(monkeypatch: pytest.MonkeyPatch) 
         ("KAI_SCALE_RUNNER_NODE_SELECTOR", "system", "needs labels like kai-scale.dev/node-role=system"),
         ("KAI_SCALE_RUNNER_NODE_SELECTOR", "Bad Key=x", "got 'Bad Key=x'"),
         ("KAI_SCALE_RUNNER_NODE_SELECTOR", "role=not ok", "got 'role=not ok'"),
+        ("KAI_SCALE_RUNNER_NODE_SELECTOR", "role=a,role=b", "names label role twice"),
         ("KAI_SCALE_RUNNER_TOLERATIONS", "role=system", "effect one of NoSchedule, PreferNoSchedule"),
         ("KAI_SCALE_RUNNER_TOLERATIONS", "role=system:NoSchedul", "got 'role=system:NoSchedul'"),
         ("KAI_SCALE_RUNNER_TOLERATIONS", "a b:NoSchedule", "'a b' is not a taint key"),

@@ -109,13 +109,15 @@ _LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Toleration:
     """A taint the runner pods tolerate: ``key=value:Effect``, or ``key:Effect`` for any value."""
 
     key: str
     value: str | None
+    """None: any value (operator ``Exists``)."""
     effect: str
+    """``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
 
 
 def _label_pair(name: str, text: str) -> tuple[str, str]:
@@ -128,7 +130,12 @@ def _label_pair(name: str, text: str) -> tuple[str, str]:
 def _node_selector(name: str) -> dict[str, str]:
     """``key=value,key=value`` (as in ``kubectl label``)."""
     parts = [part.strip() for part in (_optional(name) or "").split(",") if part.strip()]
-    return dict(_label_pair(name, part) for part in parts)
+    selector: dict[str, str] = {}
+    for key, value in (_label_pair(name, part) for part in parts):
+        if key in selector:
+            raise SettingsError(f"{name} names label {key} twice")
+        selector[key] = value
+    return selector
 
 
 def _tolerations(name: str) -> tuple[Toleration, ...]:
