@@ -52,6 +52,8 @@ class HostSnapshot:
     sysctls: dict[str, str]
     nft_chains: dict[str, list[str]]
     """Chains of each table, keyed ``<family> <table>``."""
+    nft_ruleset: str
+    """Every table, chain and rule, without handles and counters (what ``down`` must give back)."""
     existing_paths: list[str]
 
     @classmethod
@@ -60,6 +62,7 @@ class HostSnapshot:
         return cls(
             sysctls={name: _sysctl_path(name).read_text().strip() for name in SYSCTLS},
             nft_chains=nft_chains(),
+            nft_ruleset=nft_ruleset(),
             existing_paths=[path for path in FIXED_PATHS if Path(path).exists()],
         )
 
@@ -76,6 +79,7 @@ class HostSnapshot:
         return cls(
             sysctls=dict(raw["sysctls"]),
             nft_chains={table: list(chains) for table, chains in raw["nft_chains"].items()},
+            nft_ruleset=str(raw["nft_ruleset"]),
             existing_paths=list(raw["existing_paths"]),
         )
 
@@ -119,6 +123,12 @@ class HostSnapshot:
                 _nft("delete", "chain", family, name, chain)
                 removed.append(f"nftables chain {table} {chain}")
         return removed
+
+
+def nft_ruleset() -> str:
+    """``nft --stateless list ruleset``: the rules as text, without counters."""
+    listing = ["nft", "--stateless", "list", "ruleset"]
+    return subprocess.run(listing, capture_output=True, text=True, check=True).stdout
 
 
 def nft_chains() -> dict[str, list[str]]:

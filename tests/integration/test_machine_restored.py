@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from localenv.environment import LocalEnvironment
-from localenv.host_state import FIXED_PATHS, HostSnapshot, mounts_under, nft_chains
+from localenv.host_state import FIXED_PATHS, HostSnapshot, mounts_under, nft_chains, nft_ruleset
 from localenv.node import CGROUP_ROOT
 from localenv.processes import port_in_use, processes_under
 
@@ -33,6 +33,7 @@ def test_down_leaves_the_machine_as_up_found_it(local_env: LocalEnvironment) -> 
         assert not network.exists(), "no bridge (and with it no pod veth)"
         assert not network.guard_installed()
         assert nft_chains() == before.nft_chains, "no nftables table or chain"
+        assert nft_ruleset() == before.nft_ruleset, "no nftables (iptables-nft) rule"
         assert HostSnapshot.take().sysctls == before.sysctls, "kernel settings restored"
         assert [path for path in FIXED_PATHS if Path(path).exists()] == before.existing_paths
         assert not any((hierarchy / CGROUP_ROOT).exists() for hierarchy in Path("/sys/fs/cgroup").iterdir())
