@@ -20,12 +20,14 @@ help: ## list the targets
 # The three distributions of packages/ and the root's localenv, editable, over the locked dependencies.
 DISTRIBUTIONS := packages/model packages/runner packages/provider .
 
+# Quiet, its one line on stderr: `make calibrate > proposal.yaml` may have to make the venv first.
 $(BIN)/.installed: requirements-dev.txt requirements.txt $(addsuffix /pyproject.toml,$(DISTRIBUTIONS))
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements-dev.txt
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix -e ,$(DISTRIBUTIONS))
-	touch $@
+	@echo "installing the virtual environment $(VENV) from the lock files" >&2
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements-dev.txt
+	@$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps $(addprefix -e ,$(DISTRIBUTIONS))
+	@touch $@
 
 venv: $(BIN)/.installed ## create the virtual environment from the lock files
 

@@ -91,6 +91,15 @@ def test_valid_file(tmp_path: Path) -> None:
         (VALID + "env:\n  NODE_COUNT: '3'\n", r"'env' Value error, NODE_COUNT are set by the pipeline"),
         (VALID.replace("name: reclaim", "name: Reclaim_1"), r"'name' String should match pattern"),
         (VALID.replace("name: reclaim", "name: other"), r"'name' must match the file name 'reclaim'"),
+        (VALID + "thresholds:\n  - {test_name: Fill, detail: time}\n", r"needs min, max or both"),
+        (
+            VALID + "thresholds:\n  - {test_name: Fill, detail: time, min: 10m, max: 90s}\n",
+            r"min \(10m\) is above max \(90s\)",
+        ),
+        (
+            VALID + "thresholds:\n  - {test_name: Fill, detail: pods, min: 5, max: 4}\n",
+            r"min \(5\.0\) is above max \(4\.0\)",
+        ),
         ("run: [", r"not valid YAML"),
         ("- a\n- b\n", r"expected a mapping of fields, got list"),
     ],

@@ -6,7 +6,7 @@ import re
 from datetime import timedelta
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from kai_scale_model.durations import format_duration, parse_duration
 from kai_scale_model.metric_query import MetricQuery
@@ -60,6 +60,10 @@ class Resources(_Strict):
     limits: dict[str, str] = Field(default_factory=lambda: {"memory": "2Gi"})
 
 
+def _seconds(bound: float | str) -> float:
+    return parse_duration(bound).total_seconds() if isinstance(bound, str) else float(bound)
+
+
 class Threshold(_Strict):
     """A bound on one numeric or duration detail of one test entry (checked when the run is published)."""
 
@@ -75,6 +79,14 @@ class Threshold(_Strict):
             parse_duration(value)  # raises the message a user sees for every duration
         return value
 
+    @model_validator(mode="after")
+    def _bounds_make_a_range(self) -> Threshold:
+        if self.min is None and self.max is None:
+            raise ValueError("a threshold needs min, max or both")
+        if self.min is not None and self.max is not None and _seconds(self.min) > _seconds(self.max):
+            raise ValueError(f"min ({self.min}) is above max ({self.max})")
+        return self
+
 
 class DetailRule(_Strict):
     """How regressions of one detail of one test entry are judged, where the default does not fit."""
@@ -86,6 +98,9 @@ class DetailRule(_Strict):
     )
     min_change: Annotated[float, Field(ge=0)] = Field(
         default=0.05, description="relative change (0.05 = 5 %) below which nothing is flagged"
+    )
+    judge: bool = Field(
+        default=True, description="false for a setting or a size (pods, gpus per pod), not a measurement"
     )
 
 

@@ -11,7 +11,20 @@ from kai_scale_model.scenario import Scenario
 
 @pytest.mark.parametrize(
     ("detail", "better"),
-    [("time", "lower"), ("pods per second (p50)", "higher"), ("throughput", "higher"), ("jobs", "lower")],
+    [
+        ("time", "lower"),
+        ("pods per second (p50)", "higher"),
+        ("throughput", "higher"),
+        ("jobs", "lower"),
+        ("create rate (pods/s)", "higher"),
+        ("throughput p99 (pods/s)", "higher"),
+        ("time to all scheduled (seconds)", "lower"),
+        # Whole words: no "rate" in these, and an error rate is better low.
+        ("generated pods", "lower"),
+        ("migrated jobs", "lower"),
+        ("error rate", "lower"),
+        ("failure rate (/s)", "lower"),
+    ],
 )
 def test_default_direction_from_the_details_name(detail: str, better: str) -> None:
     assert default_rule(detail).better == better
@@ -39,6 +52,11 @@ def test_a_scenario_rule_overrides_the_default() -> None:
     assert rule_for("Fill", "time", overrides=rules) == DetailRule(better="higher", min_change=0.1)
     assert rule_for("Fill", "pods per second", overrides=rules) == DetailRule(better="higher", min_change=0.2)
     assert rule_for("Other", "time", overrides=rules) == DetailRule(better="lower", min_change=0.05)
+
+
+def test_a_setting_can_be_left_unjudged() -> None:
+    rules = detail_rules([_scenario([{"test_name": "Fill", "detail": "jobs", "judge": False}])])
+    assert rule_for("Fill", "jobs", overrides=rules) == DetailRule(better="lower", judge=False)
 
 
 @pytest.mark.parametrize(

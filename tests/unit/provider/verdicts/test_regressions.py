@@ -8,6 +8,7 @@ import pytest
 from kai_scale.verdicts.acknowledgements import Acknowledgement, parse_acknowledgements
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, Method
 from kai_scale.verdicts.comparison import compare_runs
+from kai_scale.verdicts.directions import DetailRule
 from kai_scale.verdicts.document import verdicts_document
 from kai_scale.verdicts.history import HistoricRun
 from kai_scale.verdicts.regressions import find_regressions
@@ -81,6 +82,19 @@ def test_adding_a_metric_leaves_the_others_result_unchanged() -> None:
     assert _regressions(_history(41, step_at=40, extra=True)) == _regressions(_history(41, step_at=40))
 
 
+def test_a_detail_left_unjudged_is_never_flagged() -> None:
+    """A setting (here the time, as if it were one) changed on purpose is no regression."""
+    *history, newest = _history(41, step_at=40)
+    found = find_regressions(
+        run_id=newest.run_id,
+        node_count=500,
+        tests=newest.tests,
+        history=history,
+        rules={("Fill", "time"): DetailRule(better="lower", judge=False)},
+    )
+    assert found == []
+
+
 def test_an_acknowledged_change_is_not_reported_again() -> None:
     runs = _history(43, step_at=40)
     assert _regressions(runs) == ["time@r040"]
@@ -145,8 +159,9 @@ def test_the_document_says_regression_with_one_reason_per_finding() -> None:
         method=Method(),
     )
     assert document["verdict"] == "regression"
-    assert len(document["reasons"]) == 1
-    assert "regressed since run r040" in document["reasons"][0]
+    (reason,) = document["reasons"]
+    assert "regressed since run r040" in reason
+    assert document["findings"] == [reason], "what fails the run besides its failed tests"
     time = document["tests"]["Fill"]["time"]
     assert set(time) == {"comparison", "threshold", "change_point"}
     assert document["method"]["window"] == 30

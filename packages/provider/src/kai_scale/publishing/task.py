@@ -127,7 +127,7 @@ def publish_results(
         metrics_text = json.dumps(unwritten_metrics(run_id=run_id, scenarios=selected))
     results = results_document(metadata=metadata, entries=entries)
     # Imported here: Otava and SciPy cost ~0.5 s, which every parse of the DAG file would pay.
-    from kai_scale.publishing.verdicts_step import judge_run  # noqa: PLC0415
+    from kai_scale.publishing.verdicts_step import detail_rules, judge_run  # noqa: PLC0415
 
     with bucket.errors_named(f"read the history that run {run_id} is judged against"):
         verdicts = judge_run(
@@ -142,6 +142,7 @@ def publish_results(
                 e.scenario: e.outcome["tests"] for e in entries if e.outcome and e.outcome["tests"]
             },
             include_dir=str(settings.include_dir),
+            rules=detail_rules(scenarios),
         )
     summary = {**summary, "verdict": verdicts["verdict"], "verdict_reasons": verdicts["reasons"]}
     with bucket.errors_named(f"write the run summary of run {run_id}"):
@@ -180,7 +181,7 @@ def publish_results(
         problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
     # A breach, a regression or a threshold on nothing fails the run too, after publishing; failed
     # tests are already there through their scenarios.
-    problems += [reason for reason in verdicts["reasons"] if not reason.endswith(" failed")]
+    problems += verdicts["findings"]
     if problems:
         # Published first, then failed: the run shows as failed, and its results are complete.
         raise RunFailedError(f"run published to {where}, with problems: " + "; ".join(problems))

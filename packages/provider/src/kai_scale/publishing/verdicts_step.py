@@ -89,7 +89,9 @@ def detail_rules(scenarios: Sequence[Scenario]) -> dict[tuple[str, str], DetailR
     """The scenarios' ``detail_rules:`` by (test name, detail); an unset ``better`` is the default's."""
     return {
         (rule.test_name, rule.detail): DetailRule(
-            better=rule.better or default_rule(rule.detail).better, min_change=rule.min_change
+            better=rule.better or default_rule(rule.detail).better,
+            min_change=rule.min_change,
+            judge=rule.judge,
         )
         for scenario in scenarios
         for rule in scenario.detail_rules
@@ -106,13 +108,15 @@ def judge_run(
     tests: Sequence[Mapping[str, Any]],
     scenario_tests: Mapping[str, Sequence[Mapping[str, Any]]],
     include_dir: str,
+    rules: Mapping[tuple[str, str], DetailRule] | None = None,
     method: Method = DEFAULT_METHOD,
 ) -> dict[str, Any]:
     """``verdicts.json`` of the run whose test entries are ``tests``; ``scenarios``' thresholds applied.
 
-    :param scenarios: the scenarios that ran to success (their thresholds are evaluated, their
-        ``detail_rules`` judge their details' regressions).
+    :param scenarios: the scenarios that ran to success (their thresholds are evaluated).
     :param scenario_tests: each scenario's own test entries (compared with its previous run).
+    :param rules: how each detail's regressions are judged; by default ``scenarios``' ``detail_rules``
+        (pass every scenario's: a failed scenario's entries are judged by its rules too).
     """
     earlier = _earlier_runs(bucket, prefix=prefix, run_id=run_id, node_count=node_count, method=method)
     regressions = find_regressions(
@@ -122,7 +126,7 @@ def judge_run(
         history=earlier.judged_against,
         acknowledgements=_acknowledgements(bucket, prefix=prefix),
         method=method,
-        rules=detail_rules(scenarios),
+        rules=detail_rules(scenarios) if rules is None else rules,
     )
     previous = previous_runs(scenario_tests, earlier=earlier.compared_with)
     return verdicts_document(

@@ -30,8 +30,11 @@ def propose_thresholds(
             series.setdefault(key, []).append(value)
     proposals = []
     for (test_name, detail), values in sorted(series.items()):
+        rule = rule_for(test_name, detail, overrides=rules or {})
+        if not rule.judge:
+            continue
         median = statistics.median(values)
-        if rule_for(test_name, detail, overrides=rules or {}).better == "lower":
+        if rule.better == "lower":
             bound = {"max": round(median * (1 + margin), 3)}
         else:
             bound = {"min": round(median * (1 - margin), 3)}

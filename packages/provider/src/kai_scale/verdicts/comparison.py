@@ -33,7 +33,7 @@ def measurements(tests: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], fl
     found: dict[tuple[str, str], float] = {}
     for test in tests:
         for detail, raw in (test.get("details") or {}).items():
-            value = detail_number(raw, where=f"{test.get('test_name')}/{detail}")
+            value = detail_number(raw)
             if value is not None:
                 found[(str(test["test_name"]), str(detail))] = value
     return found

@@ -47,8 +47,8 @@ def verdicts_document(
 
     :param previous_run_ids: each scenario's previous comparable run (None: it had none).
     """
-    reasons = [f"{t['test_name']!r} failed" for t in tests if t.get("status") == "failure"]
-    reasons += [f.reason for f in thresholds if f.status != "pass"] + [f.reason for f in regressions]
+    findings = [f.reason for f in thresholds if f.status != "pass"] + [f.reason for f in regressions]
+    reasons = [f"{t['test_name']!r} failed" for t in tests if t.get("status") == "failure"] + findings
     per_test: dict[str, dict[str, dict[str, Any]]] = {}
 
     def slot(test_name: str, detail: str) -> dict[str, Any]:
@@ -77,6 +77,8 @@ def verdicts_document(
         "node_count": node_count,
         "verdict": overall_verdict(tests=tests, thresholds=thresholds, regressions=regressions),
         "reasons": reasons,
+        # What the verdicts found beyond failed tests (breaches, thresholds on nothing, regressions).
+        "findings": findings,
         "previous_run_ids": dict(previous_run_ids),
         "method": {"name": "apache-otava e-divisive", **asdict(method)},
         "tests": per_test,

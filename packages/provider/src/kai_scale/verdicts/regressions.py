@@ -60,6 +60,8 @@ def find_regressions(
             acknowledgements, test_name=test_name, detail=detail, node_count=node_count, run_ids=run_ids
         )
         rule = rule_for(test_name, detail, overrides=rules or {})
+        if not rule.judge:
+            continue
         change = detect_change(
             series, better=rule.better, min_change=rule.min_change, method=method, accepted=accepted
         )

@@ -50,7 +50,7 @@ def evaluate_thresholds(
         )
         entry = next((t for t in tests if t.get("test_name") == test_name), None)
         raw = (entry.get("details") or {}).get(detail) if entry else None
-        value = detail_number(raw, where=place) if raw is not None else None
+        value = detail_number(raw) if raw is not None else None
         if entry is None or value is None:
             missing = "test" if entry is None else "detail"
             reason = f"threshold on {test_name!r} / {detail!r}: the run produced no such {missing}"
