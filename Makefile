@@ -12,7 +12,7 @@ NODE_COUNT ?= 500
 LAST ?= 5
 MARGIN ?= 0.2
 
-.PHONY: help venv test lint typecheck local-deps local-up local-down local-env local-status demo bench calibrate lock clean
+.PHONY: help venv test lint typecheck local-deps view-assets local-up local-down local-env local-status demo bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -37,11 +37,23 @@ lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose f
 typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy
 
-test: lint typecheck local-deps ## the whole suite: lint, types, unit, DAG and integration tests
+test: lint typecheck local-deps view-assets ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
+
+# The trend view's chart library (Apache ECharts), installed from the npm lock and copied, with its
+# licence, into the provider's static files by the package's build script (the Airflow image runs
+# the same); git-ignored, so every checkout builds its own.
+VIEW_UI := packages/provider/ui
+VIEW_VENDOR := packages/provider/src/kai_scale/views/static/vendor
+
+$(VIEW_VENDOR)/echarts.min.js: $(VIEW_UI)/package.json $(VIEW_UI)/package-lock.json
+	tools/require_debian_packages.sh npm=npm
+	cd $(VIEW_UI) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+
+view-assets: $(VIEW_VENDOR)/echarts.min.js ## the trend view's chart library, from packages/provider/ui's npm lock
 
 local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
 	$(BIN)/python -m localenv up
