@@ -12,7 +12,7 @@ NODE_COUNT ?= 500
 LAST ?= 5
 MARGIN ?= 0.2
 
-.PHONY: help venv test lint typecheck local-deps view-assets local-up local-down local-env local-status demo bench calibrate lock clean
+.PHONY: help venv test lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -37,7 +37,7 @@ lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose f
 typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy
 
-test: lint typecheck local-deps view-assets ## the whole suite: lint, types, unit, DAG and integration tests
+test: lint typecheck local-deps view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
@@ -54,6 +54,9 @@ $(VIEW_VENDOR)/echarts.min.js: $(VIEW_UI)/package.json $(VIEW_UI)/package-lock.j
 	cd $(VIEW_UI) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
 view-assets: $(VIEW_VENDOR)/echarts.min.js ## the trend view's chart library, from packages/provider/ui's npm lock
+
+browser: ## headless Chromium and its driver for the browser test (Debian's, installed when missing)
+	tools/require_debian_packages.sh chromium=chromium chromedriver=chromium-driver
 
 local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
 	$(BIN)/python -m localenv up
