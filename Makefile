@@ -11,8 +11,10 @@ NODE_COUNT ?= 500
 # make calibrate: how many of the newest comparable runs, and the margin in the bad direction.
 LAST ?= 5
 MARGIN ?= 0.2
+# Where `make view` serves Airflow's UI (Airflow's own default port).
+VIEW_PORT ?= 8080
 
-.PHONY: help venv test lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo bench calibrate lock clean
+.PHONY: help venv test lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -62,7 +64,10 @@ local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
 	$(BIN)/python -m localenv up
 
 demo: local-up ## run the nightly DAG once on the local environment (NODE_COUNT=500) and print the results
-	$(BIN)/python -m localenv.demo --node-count $(NODE_COUNT)
+	$(BIN)/python -m localenv.demo --node-count $(NODE_COUNT) --view-port $(VIEW_PORT)
+
+view: local-up ## Airflow's UI on the demo's runs with the trend view ("Scale tests"), on localhost:8080 (VIEW_PORT)
+	$(BIN)/python -m localenv.demo --serve-view --view-port $(VIEW_PORT)
 
 local-down: venv ## stop everything local-up started
 	$(BIN)/python -m localenv down
