@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi import FastAPI, HTTPException
 from fastapi.testclient import TestClient
 
+from kai_scale.views import app as app_module
 from kai_scale.views.app import create_app
 from kai_scale.views.reader import ResultsReader
 from tests.unit.provider.views.stores import CountingStore
@@ -182,3 +184,13 @@ def test_an_unreadable_history_is_a_page_that_says_why(store: CountingStore, cli
     answer = client.get("/airflow/scale-tests/runs")
     assert answer.status_code == 502
     assert "Public/manifest.json is not a manifest" in answer.text
+
+
+def test_without_the_chart_library_the_pages_say_how_to_build_it(
+    store: CountingStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(app_module, "CHART_LIBRARY", tmp_path / "echarts.min.js")
+    with _client(store) as client:
+        page = client.get("/airflow/scale-tests/runs").text
+    assert "<code>make view-assets</code>" in page
+    assert f'data-run-id="{RUN_IDS[0]}"' in page, "the tables work without it"
