@@ -150,7 +150,6 @@ def _routes(pages: _Pages) -> APIRouter:
             request,
             "run.html",
             row=row,
-            results=results,
             verdicts=verdicts,
             previous=reader.run(previous) if previous else None,
             scenarios=scenario_rows(summary),

@@ -84,7 +84,8 @@ class ResultsReader:
     :param store: the bucket.
     :param prefix: the published prefix (``Public/``).
     :param manifest_max_age: seconds a read manifest is used before it is checked again.
-    :param documents: results and verdicts documents kept (a few kB each).
+    :param documents: results, verdicts and run summary documents kept (tens of kB each once parsed):
+        the failed runs a text search reads, the Trends windows, the runs opened.
     :param metrics_documents: metrics documents kept (about a MB each).
     :param clock: monotonic seconds (tests pass their own).
     """
@@ -95,7 +96,7 @@ class ResultsReader:
         store: ResultsStore,
         prefix: str,
         manifest_max_age: float = 30.0,
-        documents: int = 20_000,
+        documents: int = 4096,
         metrics_documents: int = 8,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
