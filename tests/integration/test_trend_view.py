@@ -115,9 +115,8 @@ def store(s3_exports: dict[str, str]) -> Iterator[ResultsBucketHook]:
 @pytest.fixture(scope="module")
 def history(store: ResultsBucketHook) -> Iterator[PublishedHistory]:
     """The history, published under a prefix of its own; its objects are removed afterwards."""
-    published = publish_history(
-        store, prefix=f"test-view-{uuid.uuid4().hex[:8]}/Public/", now=datetime.now(UTC)
-    )
+    tag = uuid.uuid4().hex[:8]
+    published = publish_history(store, prefix=f"test-view-{tag}/Public/", now=datetime.now(UTC), tag=tag)
     yield published
     for key in published.keys:
         store.delete(key)
@@ -331,7 +330,7 @@ def test_scale_tests_in_airflows_nav_opens_the_runs_newest_first(
         what="Airflow's page to replace the view",
     )
     assert browser.current_url == f"{airflow_ui.url}/dags/kai_scale_nightly/runs/" + quote(
-        f"scheduled__{history.timestamps[-1].replace('Z', '+00:00')}", safe=""
+        history.airflow_run_ids[-1], safe=""
     )
 
 

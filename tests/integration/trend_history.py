@@ -44,6 +44,8 @@ class PublishedHistory:
     """The published prefix."""
     run_ids: list[str]
     """Oldest first."""
+    airflow_run_ids: list[str]
+    """Each run's Airflow run id."""
     timestamps: list[str]
     """Each run's time, as its manifest entry has it."""
     kai_refs: list[str]
@@ -212,14 +214,25 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
     )
 
 
-def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime) -> PublishedHistory:
-    """Publish ``RUNS`` nightly runs, the newest a day before ``now``, each judged against the ones before."""
+def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag: str) -> PublishedHistory:
+    """Publish ``RUNS`` nightly runs, the newest a day before ``now``, each judged against the ones before.
+
+    :param tag: ends each Airflow run id, so the run ids (and their run summaries under ``runs/``, which
+        the prefix does not separate) are never those of real runs in the same bucket.
+    """
     history = PublishedHistory(
-        prefix=prefix, run_ids=[], timestamps=[], kai_refs=[], commits=[], verdicts=[], keys=[]
+        prefix=prefix,
+        run_ids=[],
+        airflow_run_ids=[],
+        timestamps=[],
+        kai_refs=[],
+        commits=[],
+        verdicts=[],
+        keys=[],
     )
     for index in range(RUNS):
         run_after = (now - timedelta(days=RUNS - index)).replace(hour=2, minute=0, second=0, microsecond=0)
-        airflow_run_id = f"scheduled__{run_after.isoformat()}"
+        airflow_run_id = f"scheduled__{run_after.isoformat()}_{tag}"
         run_id = pipeline_run_id(airflow_run_id=airflow_run_id, run_after=run_after)
         kai_ref = "v0.10.0" if index >= REGRESSION_FROM else "v0.9.0"
         commit = ("c0ffee" if index >= REGRESSION_FROM else "5eed00") + f"{index:034x}"
@@ -274,6 +287,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime) -> 
             ),
         )
         history.run_ids.append(run_id)
+        history.airflow_run_ids.append(airflow_run_id)
         history.timestamps.append(metadata.timestamp)
         history.kai_refs.append(kai_ref)
         history.commits.append(commit)
