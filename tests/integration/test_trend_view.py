@@ -39,6 +39,7 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
 from localenv import settings as localenv_settings
+from localenv.demo import VIEW_RUN_PATH
 from tests.integration.trend_history import (
     FAILED_RUN,
     FAILURE_REASON,
@@ -438,10 +439,13 @@ def test_one_run_shows_its_scenarios_the_previous_run_and_its_metrics(
     signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
 ) -> None:
     browser = signed_in
-    browser.get(f"{airflow_ui.url}{VIEW}/runs/{history.run_ids[FAILED_RUN]}")
+    # A run's address in Airflow's UI (what `make demo` prints) opens the view's page in Airflow's frame.
+    browser.get(f"{airflow_ui.url}{VIEW_RUN_PATH}{history.run_ids[FAILED_RUN]}")
+    browser.switch_to.frame(_element(browser, "iframe[title='Scale tests']"))
     reclaim = _element(browser, "tr[data-scenario=reclaim]")
     assert "failure" in reclaim.text
     assert FAILURE_REASON in reclaim.text
+    browser.switch_to.default_content()
 
     newest = history.run_ids[-1]
     browser.get(f"{airflow_ui.url}{VIEW}/runs")
