@@ -188,6 +188,11 @@ def airflow_ui(
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     """Headless Chromium (Debian's, through its chromedriver: ``make browser`` installs them)."""
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).exists()]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not installed: `make browser` installs Debian's chromium and its driver"
+        )
     options = Options()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
