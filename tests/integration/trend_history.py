@@ -259,6 +259,11 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             node_count=NODE_COUNT,
             scenarios=[scenario for scenario in SCENARIOS if scenario.name in succeeded],
             tests=results["results"]["tests"],
+            scenario_tests={
+                entry.scenario: entry.outcome["tests"]
+                for entry in entries
+                if entry.outcome and entry.outcome["tests"]
+            },
             include_dir="include",
         )
         summary = run_summary(
