@@ -440,7 +440,7 @@ def test_the_trends_draw_each_detail_with_failures_bounds_and_regressions(
     assert "failed" in (reclaim.find_element(By.TAG_NAME, "svg").get_attribute("textContent") or "")
 
 
-def test_one_run_shows_its_scenarios_the_previous_run_and_its_metrics(
+def test_one_run_shows_its_scenarios_each_ones_previous_run_and_its_metrics(
     signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
 ) -> None:
     browser = signed_in
@@ -465,8 +465,10 @@ def test_one_run_shows_its_scenarios_the_previous_run_and_its_metrics(
     flagged = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.details tr.flagged")]
     assert len(flagged) == 1
     assert f"regressed since run {history.run_ids[REGRESSION_FROM]}" in flagged[0]
-    previous = browser.find_element(By.CSS_SELECTOR, "dl.facts a[href$='/runs/" + history.run_ids[-2] + "']")
-    assert previous.text == history.run_ids[-2]
+    # Each scenario beside its own previous run: here the night before for all three.
+    assert [row.find_element(By.CSS_SELECTOR, "td.previous-run").text for row in scenarios] == [
+        history.run_ids[-2]
+    ] * 3
 
     charts = browser.find_elements(By.CSS_SELECTOR, ".chart[data-kind=metric]")
     assert len(charts) == 3 * 2  # two named queries for each of the three scenarios
@@ -479,3 +481,22 @@ def test_one_run_shows_its_scenarios_the_previous_run_and_its_metrics(
     browser.save_screenshot(str(tmp_path / "one-run-metrics.png"))
     browser.execute_script("window.scrollTo(0, 0)")
     browser.save_screenshot(str(tmp_path / "one-run.png"))
+
+    # The night after reclaim failed, reclaim is compared with the night before that; its link opens it.
+    browser.get(f"{airflow_ui.url}{VIEW}/runs/{history.run_ids[FAILED_RUN + 1]}")
+    previous = {
+        row.get_attribute("data-scenario"): row.find_element(By.CSS_SELECTOR, "td.previous-run")
+        for row in browser.find_elements(By.CSS_SELECTOR, "tr[data-scenario]")
+    }
+    assert {scenario: cell.text for scenario, cell in previous.items()} == {
+        "sanity-fill-cluster": history.run_ids[FAILED_RUN],
+        "gpu-pod-throughput": history.run_ids[FAILED_RUN],
+        "reclaim": history.run_ids[FAILED_RUN - 1],
+    }
+    reclaim_time = browser.find_element(
+        By.CSS_SELECTOR, "tr[data-test='Reclaim GPU Jobs'][data-detail=time] td.previous-run"
+    )
+    assert reclaim_time.text == history.run_ids[FAILED_RUN - 1]
+    browser.save_screenshot(str(tmp_path / "one-run-previous-runs.png"))
+    _reload_by(browser, previous["reclaim"].find_element(By.TAG_NAME, "a"))
+    assert _element(browser, "h1").text == f"Run {history.run_ids[FAILED_RUN - 1]} pass"

@@ -1,89 +1,87 @@
+"""The One run page's rows, from documents the pipeline's own functions make (``tests.failed_night``)."""
+
 from __future__ import annotations
 
 from datetime import timedelta
 
 from kai_scale.metrics.collection import metrics_document
 from kai_scale.views.run_detail import detail_rows, metric_charts, metric_series, scenario_rows
+from tests.failed_night import FILL, RECLAIM_REASON, failed_night, fill
 
-FILL = "Fill Cluster with single GPU Jobs"
-
-
-def test_every_scenario_of_the_summary_with_its_tests() -> None:
-    summary = {
-        "scenarios": [
-            {
-                "scenario": "sanity-fill-cluster",
-                "status": "success",
-                "reason": None,
-                "try_number": 1,
-                "outcome": {"tests": [{"test_name": FILL, "status": "success", "details": {"time": "6m"}}]},
-            },
-            {
-                "scenario": "reclaim",
-                "status": "failure",
-                "reason": "no outcome",
-                "try_number": 2,
-                "outcome": None,
-            },
+# results.json of the failed night: the suite's entry, and the one the failed scenario adds.
+RESULTS = {
+    "results": {
+        "tests": [
+            *fill(490.0),
+            {"test_name": "reclaim", "status": "failure", "details": {"scenario": "reclaim", "message": "m"}},
         ]
     }
-    fill, reclaim = scenario_rows(summary)
-    assert fill.tests == [(FILL, "success", {"time": "6m"})]
+}
+
+
+def test_every_scenario_of_the_summary_with_its_tests_and_its_previous_run() -> None:
+    summary, verdicts = failed_night()
+    summary["scenarios"][0]["outcome"] = {"tests": fill(490.0)}
+    fill_cluster, reclaim, topology = scenario_rows(summary, verdicts)
+    assert fill_cluster.tests == [(FILL, "success", {"nodes": 500, "time": "490.0s"})]
+    assert (fill_cluster.compared, fill_cluster.previous_run_id) == (True, "20260031-scheduled")
     assert (reclaim.status, reclaim.reason, reclaim.try_number, reclaim.tests) == (
         "failure",
-        "no outcome",
-        2,
+        RECLAIM_REASON,
+        1,
         [],
     )
-    assert scenario_rows(None) == []
+    # A failed or skipped scenario produced nothing to compare.
+    assert [(row.compared, row.previous_run_id) for row in (reclaim, topology)] == [(False, None)] * 2
+    assert scenario_rows(None, verdicts) == []
+    assert [row.compared for row in scenario_rows(summary, None)] == [False] * 3
 
 
-def test_each_detail_beside_the_previous_run_with_the_findings() -> None:
-    results = {
-        "results": {
-            "tests": [
-                {"test_name": FILL, "status": "success", "details": {"time": "8m10s", "jobs": 4000}},
-                {
-                    "test_name": "reclaim",
-                    "status": "failure",
-                    "details": {"scenario": "reclaim", "message": "m"},
-                },
-            ]
-        }
-    }
-    verdicts = {
-        "tests": {
-            FILL: {
-                "time": {
-                    "comparison": {"previous": 396.0, "current": 490.0, "change_percent": 23.7},
-                    "threshold": {
-                        "status": "breach",
-                        "reason": "'Fill' / 'time' = 8m10s (490) breaches max 420",
-                    },
-                    "change_point": {"reason": "'Fill' / 'time' regressed since run r1"},
-                },
-                "jobs": {"comparison": {"previous": 4000.0, "current": 4000.0, "change_percent": 0.0}},
-            }
-        }
-    }
-    time, jobs, scenario, message = detail_rows(results, verdicts)
-    assert (time.shown, time.previous_shown, time.change_percent, time.breach) == (
-        "8m10s",
-        "396 s",
-        23.7,
+def test_a_scenario_without_an_earlier_run_says_so() -> None:
+    summary, verdicts = failed_night()
+    verdicts["previous_run_ids"] = {"sanity-fill-cluster": None}
+    fill_cluster = scenario_rows(summary, verdicts)[0]
+    assert (fill_cluster.compared, fill_cluster.previous_run_id) == (True, None)
+
+
+def test_each_detail_beside_its_scenarios_previous_run_with_the_findings() -> None:
+    _, verdicts = failed_night()
+    nodes, time, scenario, message = detail_rows(RESULTS, verdicts)
+    assert (time.shown, time.previous_shown, time.previous_run_id, time.breach) == (
+        "490.0s",
+        "484 s",
+        "20260031-scheduled",
         True,
     )
-    assert time.threshold == "'Fill' / 'time' = 8m10s (490) breaches max 420"
-    assert time.regression == "'Fill' / 'time' regressed since run r1"
-    assert (jobs.previous_shown, jobs.breach, jobs.regression) == ("4000", False, None)
-    assert (scenario.test_name, scenario.status, message.shown, message.previous_shown) == (
-        "reclaim",
-        "failure",
-        "m",
-        "",
+    assert time.change_percent is not None
+    assert round(time.change_percent, 2) == 1.24
+    assert time.threshold is not None
+    assert "breaches" in time.threshold
+    assert time.regression is not None
+    assert "regressed since run 20260030-scheduled" in time.regression
+    assert (nodes.previous_shown, nodes.previous_run_id, nodes.breach, nodes.regression) == (
+        "500",
+        "20260031-scheduled",
+        False,
+        None,
     )
+    # The failed scenario's own entry was not compared.
+    assert (scenario.test_name, scenario.status, scenario.previous_run_id) == ("reclaim", "failure", None)
+    assert (message.shown, message.previous_shown) == ("m", "")
     # Before verdicts existed: the details alone.
-    assert [row.previous_shown for row in detail_rows(results, None)] == ["", "", "", ""]
+    assert [(row.previous_shown, row.previous_run_id) for row in detail_rows(RESULTS, None)] == [
+        ("", None)
+    ] * 4
+
+
+def test_a_verdicts_document_of_one_previous_run_for_all_names_it_on_every_compared_detail() -> None:
+    """verdicts.json as it was written before each scenario was compared with its own previous run."""
+    _, verdicts = failed_night()
+    for judged in verdicts["tests"][FILL].values():
+        judged.get("comparison", {}).pop("previous_run_id", None)
+    older = {key: value for key, value in verdicts.items() if key != "previous_run_ids"}
+    older["previous_run_id"] = "r-older"
+    assert [row.previous_run_id for row in detail_rows(RESULTS, older)] == ["r-older", "r-older", None, None]
 
 
 METRICS = metrics_document(

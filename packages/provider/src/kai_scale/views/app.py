@@ -145,14 +145,12 @@ def _routes(pages: _Pages) -> APIRouter:
         results, verdicts, metrics, summary = reader.each(
             lambda read: read(row), [reader.results, reader.verdicts, reader.metrics, reader.summary]
         )
-        previous = (verdicts or {}).get("previous_run_id")
         return pages.render(
             request,
             "run.html",
             row=row,
             verdicts=verdicts,
-            previous=reader.run(previous) if previous else None,
-            scenarios=scenario_rows(summary),
+            scenarios=scenario_rows(summary, verdicts),
             details=detail_rows(results, verdicts),
             charts=metric_charts(metrics),
             windows={

@@ -2,7 +2,9 @@
 
 Scenarios come from the run summary (``runs/<run-id>/run-summary.json``: every selected scenario,
 successful ones too); test entries and their details from ``results.json``; the comparison, thresholds
-and regressions from ``verdicts.json``; the Prometheus series from ``metrics.json``.
+and regressions from ``verdicts.json``, where each scenario is compared with its own previous run
+(``previous_run_ids``; each comparison names its ``previous_run_id``); the Prometheus series from
+``metrics.json``.
 """
 
 from __future__ import annotations
@@ -26,23 +28,39 @@ class ScenarioRow:
     """The task try whose outputs count."""
     tests: list[tuple[str, str, dict[str, Any]]]
     """Its test entries: (test name, status, details)."""
+    compared: bool
+    """Whether the verdicts compared it with an earlier run (not when it failed, was skipped, or the
+    run has no verdicts)."""
+    previous_run_id: str | None
+    """The run it was compared with: the newest earlier one at the node count in which it produced
+    results (None: none had, or it was not compared)."""
 
 
-def scenario_rows(summary: Mapping[str, Any] | None) -> list[ScenarioRow]:
-    """Each scenario of the run summary (none when the run has no summary)."""
-    return [
-        ScenarioRow(
-            scenario=str(entry.get("scenario")),
-            status=str(entry.get("status")),
-            reason=entry.get("reason"),
-            try_number=entry.get("try_number"),
-            tests=[
-                (str(test.get("test_name")), str(test.get("status")), dict(test.get("details") or {}))
-                for test in (entry.get("outcome") or {}).get("tests") or []
-            ],
+def scenario_rows(summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None) -> list[ScenarioRow]:
+    """Each scenario of the run summary (none when the run has no summary), with its previous run."""
+    previous = (verdicts or {}).get("previous_run_ids") or {}
+    rows = []
+    for entry in (summary or {}).get("scenarios") or []:
+        scenario = str(entry.get("scenario"))
+        rows.append(
+            ScenarioRow(
+                scenario=scenario,
+                status=str(entry.get("status")),
+                reason=entry.get("reason"),
+                try_number=entry.get("try_number"),
+                tests=[
+                    (str(test.get("test_name")), str(test.get("status")), dict(test.get("details") or {}))
+                    for test in (entry.get("outcome") or {}).get("tests") or []
+                ],
+                compared=scenario in previous,
+                previous_run_id=_text(previous.get(scenario)),
+            )
         )
-        for entry in (summary or {}).get("scenarios") or []
-    ]
+    return rows
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +77,8 @@ class DetailRow:
     """Its value as written."""
     previous_shown: str
     """The previous comparable run's value, durations in seconds (``396 s``); empty without one."""
+    previous_run_id: str | None
+    """The run it was compared with (its scenario's previous run); None when it was not compared."""
     change_percent: float | None
     """Change against the previous run, in percent."""
     threshold: str | None
@@ -79,6 +99,8 @@ def _previous(value: float | None, *, duration: bool) -> str:
 def detail_rows(results: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None) -> list[DetailRow]:
     """Every detail of every test entry of ``results``, with its comparison and findings."""
     judged_tests = (verdicts or {}).get("tests") or {}
+    # verdicts.json written before scenarios were compared each with its own run named one run for all.
+    run_wide_previous = (verdicts or {}).get("previous_run_id")
     rows = []
     for test in ((results or {}).get("results") or {}).get("tests") or []:
         name = str(test.get("test_name"))
@@ -94,6 +116,9 @@ def detail_rows(results: Mapping[str, Any] | None, verdicts: Mapping[str, Any] |
                     detail=str(detail),
                     shown="" if raw is None else str(raw),
                     previous_shown=_previous(comparison.get("previous"), duration=isinstance(raw, str)),
+                    previous_run_id=(
+                        _text(comparison.get("previous_run_id", run_wide_previous)) if comparison else None
+                    ),
                     change_percent=comparison.get("change_percent"),
                     threshold=threshold.get("reason") if threshold else None,
                     breach=bool(threshold and threshold.get("status") == "breach"),
