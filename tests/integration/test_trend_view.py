@@ -40,7 +40,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
 from localenv import settings as localenv_settings
 from localenv.demo import VIEW_RUN_PATH
-from tests.integration.trend_history import (
+from tests.trend_history import (
     FAILED_RUN,
     FAILURE_REASON,
     FILL_TEST,
