@@ -132,11 +132,16 @@ def test_a_runs_published_objects_are_served_from_the_bucket(
     assert client.get(f"/airflow/scale-tests/runs/{RUN_IDS[2]}/objects/run-summary.json").status_code == 404
 
 
-def test_the_trends_page_lists_a_chart_per_changing_detail_and_serves_its_data(client: TestClient) -> None:
+def test_the_trends_page_lists_a_chart_per_changing_detail_and_serves_its_data(
+    client: TestClient, store: CountingStore
+) -> None:
     page = client.get("/airflow/scale-tests/trends", params={"days": 3650, "last": ""}).text
     assert "3 runs at 500 nodes" in page
     assert f"{FILL} · nodes = 500" in page
     assert page.count('class="chart"') == 1
+    assert sorted(store.reads) == sorted(["Public/manifest.json", *(entry["path"] for entry in ENTRIES)]), (
+        "the manifest and the results, not the verdicts"
+    )
     data = client.get(
         "/airflow/scale-tests/api/trend",
         params={"node_count": 500, "days": 3650, "test": FILL, "detail": "time"},

@@ -69,11 +69,12 @@ def test_the_window_can_be_the_last_runs() -> None:
 
 def test_a_detail_with_one_value_throughout_gets_no_chart_but_is_listed() -> None:
     runs = [_run(1, [_fill("6m30s", jobs=4000)]), _run(2, [_fill("6m40s", jobs=4000)])]
-    listed = chart_list(runs)
+    listed = chart_list([run.results for run in runs])
     assert listed.charts == [(FILL, "time")]
     assert listed.unchanged == [(FILL, "nodes", "500"), (FILL, "jobs", "4000")]
     # One run: nothing has changed yet, everything is charted.
-    assert chart_list(runs[:1]).charts == [(FILL, "nodes"), (FILL, "time"), (FILL, "jobs")]
+    assert chart_list([runs[0].results]).charts == [(FILL, "nodes"), (FILL, "time"), (FILL, "jobs")]
+    assert chart_list([None]) == chart_list([]), "an unreadable results.json has no details"
 
 
 def test_durations_are_plotted_in_seconds_and_shown_as_written() -> None:

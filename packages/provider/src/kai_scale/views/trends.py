@@ -20,6 +20,11 @@ from kai_scale.views.runs import RunRow, failed_scenarios
 _UNIT_IN_NAME = re.compile(r"\(([^()]+)\)\s*$")
 
 
+def test_entries(results: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The test entries of a ``results.json`` (none when it could not be read)."""
+    return list(((results or {}).get("results") or {}).get("tests") or [])
+
+
 @dataclass(frozen=True, kw_only=True)
 class PublishedRun:
     """A run with the documents a chart reads."""
@@ -33,7 +38,7 @@ class PublishedRun:
 
     def tests(self) -> list[Mapping[str, Any]]:
         """Its test entries."""
-        return list(((self.results or {}).get("results") or {}).get("tests") or [])
+        return test_entries(self.results)
 
     def judged(self, test_name: str, detail: str) -> Mapping[str, Any]:
         """What its verdicts say about one detail (``threshold``, ``change_point``, ``comparison``)."""
@@ -82,11 +87,15 @@ class ChartList:
     """(test name, detail, value as written) of details with one value in every run (``nodes``)."""
 
 
-def chart_list(runs: Sequence[PublishedRun]) -> ChartList:
-    """What the Trends page draws for ``runs``: a chart per detail that changes (a flat line says nothing)."""
+def chart_list(results: Sequence[Mapping[str, Any] | None]) -> ChartList:
+    """What the Trends page draws for the runs' ``results.json``: a chart per detail that changes.
+
+    A flat line says nothing. The runs' verdicts are not needed to know which: each chart's marks load
+    with its data.
+    """
     values: dict[tuple[str, str], list[tuple[float, object]]] = {}
-    for run in runs:
-        for test in run.tests():
+    for document in results:
+        for test in test_entries(document):
             for detail, measured in _measurements(test).items():
                 values.setdefault((str(test.get("test_name")), detail), []).append(measured)
     charts = [key for key, seen in values.items() if len(seen) < 2 or len({number for number, _ in seen}) > 1]
