@@ -1,8 +1,9 @@
 """The Trends page: one chart per test entry and detail, over a window of runs at one node count. Pure.
 
-A chart's points are the runs' values of that detail (durations in seconds); its marks are what a
-person looks for in a trend: runs that failed, the bounds of the scenario's threshold and the runs
-the verdicts flagged as a regression (from ``verdicts.json``, when the run has one).
+A chart's points are the runs' values of that detail, read as the verdicts read them (durations in
+seconds); its marks are what a person looks for in a trend: runs that failed, the bounds of the
+scenario's threshold and the runs the verdicts flagged as a regression (from ``verdicts.json``, when
+the run has one).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from kai_scale.verdicts.values import detail_number
+from kai_scale.verdicts.comparison import measurements
 from kai_scale.views.runs import RunRow, failed_scenarios
 
 # "throughput average (pods/s)" carries its unit in its name.
@@ -67,13 +68,9 @@ def runs_in_window(
 
 
 def _measurements(test: Mapping[str, Any]) -> dict[str, tuple[float, object]]:
-    """A test entry's numeric and duration details: (number, as written)."""
-    found = {}
-    for detail, raw in (test.get("details") or {}).items():
-        number = detail_number(raw, where=f"{test.get('test_name')}/{detail}")
-        if number is not None:
-            found[str(detail)] = (number, raw)
-    return found
+    """A test entry's details as the verdicts measure them (``measurements``): (number, as written)."""
+    details = test.get("details") or {}
+    return {detail: (number, details[detail]) for (_, detail), number in measurements([test]).items()}
 
 
 @dataclass(frozen=True, kw_only=True)
