@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
@@ -11,6 +12,7 @@ from botocore.exceptions import EndpointConnectionError
 from kai_scale.hooks.results_bucket import Unchanged, Versioned
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.views.reader import ReadError, ResultsReader
+from kai_scale.views.runs import RunRow
 from tests.unit.provider.views.stores import CountingStore
 
 
@@ -140,3 +142,61 @@ def test_a_bucket_that_cannot_be_read_is_named(clock: Clock) -> None:
         ReadError, match=r"could not read s3://kai-scale-results/Public/manifest.json: .*s3.example"
     ):
         ResultsReader(store=Unreachable(), prefix="Public/", clock=clock).runs()
+
+
+class Gated(CountingStore):
+    """A store whose manifest reads wait until the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading = threading.Event()
+        self.gate = threading.Event()
+
+    def read_if_changed(
+        self, key: str, *, etag: str | None
+    ) -> Versioned | Literal[Unchanged.UNCHANGED] | None:
+        self.reading.set()
+        assert self.gate.wait(timeout=10), "the test never opened the gate"
+        return super().read_if_changed(key, etag=etag)
+
+
+def _in_thread(call: Callable[[], list[RunRow]]) -> tuple[threading.Thread, list[list[RunRow]]]:
+    answers: list[list[RunRow]] = []
+    thread = threading.Thread(target=lambda: answers.append(call()))
+    thread.start()
+    return thread, answers
+
+
+def test_while_one_request_reads_the_manifest_again_the_others_get_the_one_held(clock: Clock) -> None:
+    store = Gated()
+    store.put("Public/manifest.json", {"runs": [_entry("run-21")]})
+    reader = ResultsReader(store=store, prefix="Public/", manifest_max_age=30, clock=clock)
+    store.gate.set()
+    held = reader.runs()
+    store.gate.clear()
+    store.reading.clear()
+    store.put("Public/manifest.json", {"runs": [_entry("run-21"), _entry("run-22")]})
+    clock.now += 31
+    reading, answers = _in_thread(reader.runs)
+    assert store.reading.wait(timeout=10)
+    # The GET is under way: another request is not held up by it, nor does it read again.
+    assert reader.runs() is held
+    store.gate.set()
+    reading.join(timeout=10)
+    assert [row.run_id for row in answers[0]] == ["run-22", "run-21"]
+    assert [row.run_id for row in reader.runs()] == ["run-22", "run-21"]
+    assert store.reads["Public/manifest.json"] == 2
+
+
+def test_requests_before_the_first_read_wait_for_it_and_it_is_read_once(clock: Clock) -> None:
+    store = Gated()
+    store.put("Public/manifest.json", {"runs": [_entry("run-21")]})
+    reader = ResultsReader(store=store, prefix="Public/", clock=clock)
+    first, first_answers = _in_thread(reader.runs)
+    assert store.reading.wait(timeout=10)
+    second, second_answers = _in_thread(reader.runs)
+    store.gate.set()
+    for thread in (first, second):
+        thread.join(timeout=10)
+    assert [[row.run_id for row in rows] for rows in (*first_answers, *second_answers)] == [["run-21"]] * 2
+    assert store.reads["Public/manifest.json"] == 1

@@ -1,9 +1,11 @@
 """Reading the published results for the view, and keeping what was read.
 
 The manifest is re-checked at most every ``manifest_max_age`` seconds with a conditional GET (S3 sends
-no body while it is unchanged), so a 10,000-run history is parsed once per change, not per page. A
-run's documents are kept by key *and* manifest entry: the publisher writes a run's objects before its
-entry, so a run published again comes back with a changed entry and its documents are read afresh.
+no body while it is unchanged), so a 10,000-run history is parsed once per change, not per page. One
+request at a time re-reads it, outside the lock that guards what is held: the others are served the
+manifest held meanwhile (a first read they wait for). A run's documents are kept by key *and*
+manifest entry: the publisher writes a run's objects before its entry, so a run published again
+comes back with a changed entry and its documents are read afresh.
 """
 
 from __future__ import annotations
@@ -105,7 +107,9 @@ class ResultsReader:
         self._max_age = manifest_max_age
         self._clock = clock
         self._manifest: _Manifest | None = None
+        # Guards _manifest, held only to look at it or swap it; _refresh_lock makes one reader at a time.
         self._manifest_lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
         self._documents = _Documents(documents)
         self._metrics = _Documents(metrics_documents)
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kai-scale-view-read")
@@ -121,23 +125,40 @@ class ResultsReader:
 
         Raises ManifestError when the manifest is not a manifest, ReadError when it cannot be read.
         """
-        with self._manifest_lock:
+        held = self._held()
+        if held is not None and self._clock() - held.checked < self._max_age:
+            return held.rows
+        if held is None:
+            self._refresh_lock.acquire()  # nothing to show until the first read
+        elif not self._refresh_lock.acquire(blocking=False):
+            return held.rows  # another request is reading it again
+        try:
+            held = self._held()
             now = self._clock()
-            held = self._manifest
             if held is not None and now - held.checked < self._max_age:
-                return held.rows
-            key = manifest_key(self.prefix)
-            read = self._errors_named(
-                key, lambda: self.store.read_if_changed(key, etag=held.etag if held else None)
-            )
-            if read is Unchanged.UNCHANGED and held is not None:
-                self._manifest = _Manifest(rows=held.rows, etag=held.etag, checked=now)
-            elif isinstance(read, Versioned):
-                rows = run_rows(parse_manifest(read.body, key=key))
-                self._manifest = _Manifest(rows=rows, etag=read.etag, checked=now)
-            else:
-                self._manifest = _Manifest(rows=[], etag=None, checked=now)
-            return self._manifest.rows
+                return held.rows  # read again while this request waited
+            fresh = self._read_manifest(held, now)
+            with self._manifest_lock:
+                self._manifest = fresh
+            return fresh.rows
+        finally:
+            self._refresh_lock.release()
+
+    def _held(self) -> _Manifest | None:
+        with self._manifest_lock:
+            return self._manifest
+
+    def _read_manifest(self, held: _Manifest | None, now: float) -> _Manifest:
+        """The manifest as the bucket has it: the held one if it is unchanged, else read and parsed."""
+        key = manifest_key(self.prefix)
+        read = self._errors_named(
+            key, lambda: self.store.read_if_changed(key, etag=held.etag if held else None)
+        )
+        if read is Unchanged.UNCHANGED and held is not None:
+            return _Manifest(rows=held.rows, etag=held.etag, checked=now)
+        if isinstance(read, Versioned):
+            return _Manifest(rows=run_rows(parse_manifest(read.body, key=key)), etag=read.etag, checked=now)
+        return _Manifest(rows=[], etag=None, checked=now)
 
     def run(self, run_id: str) -> RunRow | None:
         """The manifest's run of that id, if there is one."""
