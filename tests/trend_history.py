@@ -290,6 +290,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
                 status=summary["status"],
                 airflow_run_id=airflow_run_id,
                 verdict=verdicts["verdict"],
+                failed_scenarios=[entry.scenario for entry in entries if entry.status == "failure"],
             ),
         )
         history.run_ids.append(run_id)
