@@ -30,6 +30,7 @@ def _entry(day: int, **fields: Any) -> dict[str, Any]:
         "kai_ref": "v0.9.0",
         "status": "success",
         "verdict": "pass",
+        "failed_scenarios": [],
     } | fields
 
 
@@ -42,7 +43,11 @@ def _results(time: str, *failed: str) -> dict[str, Any]:
     return {"metadata": {}, "results": {"status": "failure" if failed else "success", "tests": tests}}
 
 
-ENTRIES = [_entry(20), _entry(21, status="failure", verdict="failure"), _entry(22, verdict="regression")]
+ENTRIES = [
+    _entry(20),
+    _entry(21, status="failure", verdict="failure", failed_scenarios=["reclaim"]),
+    _entry(22, verdict="regression"),
+]
 RUN_IDS = [entry["run_id"] for entry in ENTRIES]
 
 
@@ -100,14 +105,29 @@ def test_the_runs_page_lists_the_runs_newest_first_with_their_links(client: Test
     assert "3 of 3 runs" in page
 
 
-def test_the_runs_page_takes_the_filters_as_a_form_sends_them(client: TestClient) -> None:
+def test_the_runs_page_takes_the_filters_as_a_form_sends_them(
+    client: TestClient, store: CountingStore
+) -> None:
     page = client.get(
         "/airflow/scale-tests/runs", params={"outcome": "", "node_count": "", "q": "RECLAIM"}
     ).text
     assert "1 of 3 runs" in page
     assert f'data-run-id="{RUN_IDS[1]}"' in page
+    assert '<td class="failed">reclaim</td>' in page
+    assert store.reads == {"Public/manifest.json": 1}, "searched and shown from the manifest alone"
     assert "1 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"outcome": "regression"}).text
     assert "0 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"node_count": "100"}).text
+
+
+def test_an_older_entry_without_failed_scenarios_shows_its_results_ones_but_is_not_searched_by_them(
+    client: TestClient, store: CountingStore
+) -> None:
+    older = [{key: value for key, value in entry.items() if key != "failed_scenarios"} for entry in ENTRIES]
+    store.put("Public/manifest.json", {"runs": older})
+    page = client.get("/airflow/scale-tests/runs").text
+    assert '<td class="failed">reclaim</td>' in page
+    assert ENTRIES[1]["path"] in store.reads, "read for the page it is on"
+    assert "0 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"q": "reclaim"}).text
 
 
 def test_a_run_page_shows_its_scenarios_or_says_it_has_no_summary(client: TestClient) -> None:

@@ -124,3 +124,12 @@ def test_a_trend_has_the_failures_bounds_and_regressions_the_pipeline_published(
     assert [mark["run_id"] for mark in data["regressions"]] == published.regressed
     assert len(published.regressed) == RUNS - REGRESSION_FROM
     assert (data["unit"], data["bound_min"], data["bound_max"]) == ("s", None, 540.0)
+
+
+def test_a_failed_scenario_is_found_by_the_name_its_manifest_entry_gives(
+    history: tuple[ResultsBucketHook, PublishedHistory], client: TestClient
+) -> None:
+    _, published = history
+    page = client.get("/runs", params={"q": "reclaim"}).text
+    assert re.findall(r'<tr data-run-id="([^"]+)">', page) == [published.run_ids[FAILED_RUN]]
+    assert '<td class="failed">reclaim</td>' in page

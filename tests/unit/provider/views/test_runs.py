@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from kai_scale.object_keys import published_keys
-from kai_scale.views.runs import RunFilter, RunRow, failed_scenarios, filter_runs, page_of, run_rows
+from kai_scale.views.runs import RunFilter, failed_scenarios, filter_runs, page_of, run_rows
 
 
 def _entry(run_id: str, timestamp: str, **fields: Any) -> dict[str, Any]:
@@ -20,10 +20,6 @@ def _entry(run_id: str, timestamp: str, **fields: Any) -> dict[str, Any]:
         "status": "success",
         "verdict": "pass",
     } | fields
-
-
-def _none_failed(row: RunRow) -> list[str]:
-    return []
 
 
 def test_runs_come_newest_first_whatever_the_manifests_order() -> None:
@@ -44,6 +40,7 @@ def test_an_entry_written_by_others_is_shown_with_what_it_has() -> None:
     assert (row.node_count, row.verdict, row.kai_ref, row.airflow_run_id) == (None, None, None, None)
     assert row.outcome == "unknown"
     assert row.keys == published_keys(prefix="Public/", run_id="old-run")
+    assert row.failed_scenarios is None, "not known from the entry"
 
 
 def test_the_outcome_is_the_verdict_or_before_verdicts_the_status() -> None:
@@ -81,9 +78,19 @@ def test_failed_scenarios_are_the_entries_named_after_a_failed_scenario() -> Non
 ROWS = run_rows(
     {
         "runs": [
-            _entry("r1", "2026-11-20T02:00:00Z", node_count=100),
-            _entry("r2", "2026-11-21T02:00:00Z", status="failure", verdict="failure", commit="c0ffee"),
-            _entry("r3", "2026-11-22T02:00:00Z", verdict="regression", kai_ref="v0.10.0"),
+            _entry("r0", "2026-11-19T02:00:00Z", status="failure", verdict=None),
+            _entry("r1", "2026-11-20T02:00:00Z", node_count=100, failed_scenarios=[]),
+            _entry(
+                "r2",
+                "2026-11-21T02:00:00Z",
+                status="failure",
+                verdict="failure",
+                commit="c0ffee",
+                failed_scenarios=["reclaim", "topology"],
+            ),
+            _entry(
+                "r3", "2026-11-22T02:00:00Z", verdict="regression", kai_ref="v0.10.0", failed_scenarios=[]
+            ),
         ]
     }
 )
@@ -92,35 +99,29 @@ ROWS = run_rows(
 @pytest.mark.parametrize(
     ("wanted", "shown"),
     [
-        (RunFilter(), ["r3", "r2", "r1"]),
-        (RunFilter(outcome="failure"), ["r2"]),
-        (RunFilter(node_count=500), ["r3", "r2"]),
+        (RunFilter(), ["r3", "r2", "r1", "r0"]),
+        (RunFilter(outcome="failure"), ["r2", "r0"]),
+        (RunFilter(node_count=500), ["r3", "r2", "r0"]),
         (RunFilter(text="V0.10"), ["r3"]),
         (RunFilter(text="c0ffee"), ["r2"]),
+        (RunFilter(text="Regress"), ["r3"]),
+        (RunFilter(text="fail"), ["r2", "r0"]),
+        # A failed scenario, by the name its entry gives (r0's entry, older, names none).
+        (RunFilter(text="Reclaim"), ["r2"]),
+        (RunFilter(text="topo", outcome="failure"), ["r2"]),
         (RunFilter(outcome="pass", node_count=500), []),
     ],
 )
 def test_runs_are_filtered_by_outcome_node_count_and_text_from_the_manifest(
     wanted: RunFilter, shown: list[str]
 ) -> None:
-    assert [row.run_id for row in filter_runs(ROWS, wanted, failed=_none_failed)] == shown
+    assert [row.run_id for row in filter_runs(ROWS, wanted)] == shown
 
 
-def test_the_text_filter_finds_a_failed_scenario_reading_only_failed_runs() -> None:
-    read = []
-
-    def failed(row: RunRow) -> list[str]:
-        read.append(row.run_id)
-        return ["reclaim"]
-
-    assert [row.run_id for row in filter_runs(ROWS, RunFilter(text="Reclaim"), failed=failed)] == ["r2"]
-    assert read == ["r2"]
-
-
-@pytest.mark.parametrize(("asked", "number", "rows"), [(1, 1, 2), (2, 2, 1), (9, 2, 1), (0, 1, 2)])
+@pytest.mark.parametrize(("asked", "number", "rows"), [(1, 1, 2), (2, 2, 2), (9, 2, 2), (0, 1, 2)])
 def test_pages_are_clamped_to_the_pages_there_are(asked: int, number: int, rows: int) -> None:
     page = page_of(ROWS, asked, size=2)
-    assert (page.number, len(page.rows), page.count, page.total) == (number, rows, 2, 3)
+    assert (page.number, len(page.rows), page.count, page.total) == (number, rows, 2, 4)
 
 
 def test_no_runs_is_one_empty_page() -> None:

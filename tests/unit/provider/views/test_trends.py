@@ -21,6 +21,7 @@ def _row(day: int, *, node_count: int = 500, status: str = "success", verdict: s
         status=status,
         verdict=verdict,
         results_key=f"Public/run-{day:02d}/results.json",
+        failed_scenarios=(),
     )
 
 

@@ -115,10 +115,8 @@ def _routes(pages: _Pages) -> APIRouter:
             node_count=_whole_number(node_count),
             text=(q or "").strip() or None,
         )
-        if wanted.text:
-            # The text filter looks into failed runs' documents: read them all at once, not one by one.
-            reader.each(reader.failed_scenarios, [row for row in rows if row.status == "failure"])
-        shown = page_of(filter_runs(rows, wanted, failed=reader.failed_scenarios), page)
+        shown = page_of(filter_runs(rows, wanted), page)
+        # The page's entries name their failed scenarios; older ones' results.json are read, at most a page.
         failed = dict(zip(shown.rows, reader.each(reader.failed_scenarios, shown.rows), strict=True))
         query = {
             "outcome": wanted.outcome or "",

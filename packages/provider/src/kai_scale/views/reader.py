@@ -198,7 +198,13 @@ class ResultsReader:
         return self._errors_named(key, lambda: self.store.read_bytes(key))
 
     def failed_scenarios(self, row: RunRow) -> list[str]:
-        """The scenarios that failed in the run (none unless its status is ``failure``)."""
+        """The scenarios that failed in the run (none unless its status is ``failure``).
+
+        As its manifest entry names them; for entries written before they did, as its ``results.json``
+        does (read for the runs a page shows, never for a search).
+        """
+        if row.failed_scenarios is not None:
+            return list(row.failed_scenarios)
         return failed_scenarios(self.results(row)) if row.status == "failure" else []
 
     def each(self, read: Callable[[Item], T], items: Sequence[Item]) -> list[T]:

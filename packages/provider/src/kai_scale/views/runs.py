@@ -6,7 +6,7 @@ no ``node_count``): each row takes what its entry has, and its run id from its `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,9 @@ class RunRow:
     """``pass``, ``failure``, ``threshold``, ``regression`` or ``incomplete``; None for older entries."""
     results_key: str
     """Its ``results.json`` (the entry's ``path``)."""
+    failed_scenarios: tuple[str, ...] | None
+    """The scenarios that failed, as the entry names them; None for entries written before it did
+    (their ``results.json`` names them)."""
 
     @property
     def outcome(self) -> str:
@@ -55,6 +58,7 @@ def _row(entry: Mapping[str, Any]) -> RunRow | None:
     if not run_id or not path:
         return None
     node_count = entry.get("node_count")
+    failed = entry.get("failed_scenarios")
     return RunRow(
         run_id=run_id,
         airflow_run_id=_text(entry.get("airflow_run_id")),
@@ -65,6 +69,7 @@ def _row(entry: Mapping[str, Any]) -> RunRow | None:
         status=str(entry.get("status") or "unknown"),
         verdict=_text(entry.get("verdict")),
         results_key=path,
+        failed_scenarios=tuple(str(name) for name in failed) if isinstance(failed, list) else None,
     )
 
 
@@ -103,31 +108,25 @@ class RunFilter:
     node_count: int | None = None
     """Only runs at this node count."""
     text: str | None = None
-    """Only runs whose run id, Airflow run id, KAI ref, commit or a failed scenario contains it."""
+    """Only runs whose run id, Airflow run id, KAI ref, commit, status, verdict or a failed scenario
+    (as the manifest entry names them) contains it."""
 
 
-def _matches_text(row: RunRow, text: str, failed: Callable[[RunRow], Sequence[str]]) -> bool:
+def _matches_text(row: RunRow, text: str) -> bool:
+    # The manifest's fields only: searching 10,000 runs reads no other document.
     needle = text.lower()
-    fields = (row.run_id, row.airflow_run_id, row.kai_ref, row.commit)
-    if any(needle in field.lower() for field in fields if field):
-        return True
-    # Only a failed run has failed scenarios, so only failed runs' documents are read for this.
-    return row.status == "failure" and any(needle in name.lower() for name in failed(row))
+    fields = (row.run_id, row.airflow_run_id, row.kai_ref, row.commit, row.status, row.verdict)
+    return any(needle in field.lower() for field in (*fields, *(row.failed_scenarios or ())) if field)
 
 
-def filter_runs(
-    rows: Sequence[RunRow], wanted: RunFilter, *, failed: Callable[[RunRow], Sequence[str]]
-) -> list[RunRow]:
-    """The rows ``wanted`` selects, in their order.
-
-    :param failed: a run's failed scenarios (read from its results document), for the text filter.
-    """
+def filter_runs(rows: Sequence[RunRow], wanted: RunFilter) -> list[RunRow]:
+    """The rows ``wanted`` selects, in their order."""
     return [
         row
         for row in rows
         if (wanted.outcome is None or row.outcome == wanted.outcome)
         and (wanted.node_count is None or row.node_count == wanted.node_count)
-        and (not wanted.text or _matches_text(row, wanted.text, failed))
+        and (not wanted.text or _matches_text(row, wanted.text))
     ]
 
 
