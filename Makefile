@@ -11,8 +11,10 @@ NODE_COUNT ?= 500
 # make calibrate: how many of the newest comparable runs, and the margin in the bad direction.
 LAST ?= 5
 MARGIN ?= 0.2
+# Where `make view` serves Airflow's UI (Airflow's own default port).
+VIEW_PORT ?= 8080
 
-.PHONY: help venv test lint typecheck local-deps local-up local-down local-env local-status demo bench calibrate lock clean
+.PHONY: help venv test lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -39,17 +41,35 @@ lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose f
 typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy
 
-test: lint typecheck local-deps ## the whole suite: lint, types, unit, DAG and integration tests
+test: lint typecheck local-deps view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
 
+# The trend view's chart library (Apache ECharts), installed from the npm lock and copied, with its
+# licence, into the provider's static files by the package's build script (the Airflow image runs
+# the same); git-ignored, so every checkout builds its own.
+VIEW_UI := packages/provider/ui
+VIEW_VENDOR := packages/provider/src/kai_scale/views/static/vendor
+
+$(VIEW_VENDOR)/echarts.min.js: $(VIEW_UI)/package.json $(VIEW_UI)/package-lock.json
+	tools/require_debian_packages.sh npm=npm
+	cd $(VIEW_UI) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+
+view-assets: $(VIEW_VENDOR)/echarts.min.js ## the trend view's chart library, from packages/provider/ui's npm lock
+
+browser: ## headless Chromium and its driver for the browser test (Debian's, installed when missing)
+	tools/require_debian_packages.sh chromium=chromium chromedriver=chromium-driver
+
 local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
 	$(BIN)/python -m localenv up
 
 demo: local-up ## run the nightly DAG once on the local environment (NODE_COUNT=500) and print the results
-	$(BIN)/python -m localenv.demo --node-count $(NODE_COUNT)
+	$(BIN)/python -m localenv.demo --node-count $(NODE_COUNT) --view-port $(VIEW_PORT)
+
+view: local-up ## Airflow's UI on the demo's runs with the trend view ("Scale tests"), on localhost:8080 (VIEW_PORT)
+	$(BIN)/python -m localenv.demo --serve-view --view-port $(VIEW_PORT)
 
 local-down: venv ## stop everything local-up started
 	$(BIN)/python -m localenv down

@@ -2,8 +2,10 @@
 
 The run is ``airflow dags test`` in a child process whose whole log goes to a file (its path is
 printed first); this process prints a line per task as it finishes, read from Airflow's metadata
-database, then the table of scenarios. Exits 1 when the run failed. Airflow's state (SQLite) lives
-under the local environment's home.
+database, then the table of scenarios and where the trend view shows the run. Exits 1 when the run
+failed. Airflow's state (SQLite) lives under the local environment's home.
+
+``make view`` (``--serve-view``) serves Airflow's UI on that state, with the plugin's "Scale tests".
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from localenv.environment import LocalEnvironment
 from localenv.settings import DEFAULT_BUCKET, Settings
@@ -86,6 +90,9 @@ def table(summary: dict[str, Any]) -> str:
 
 
 DAG_ID = "kai_scale_nightly"
+# The trend view's page of a run in Airflow's UI: the plugin's nav route, then its app's own path
+# (kai_scale.views.plugin; the demo does not import the pipeline).
+VIEW_RUN_PATH = "/plugin/scale-tests/scale-tests/runs/"
 FINISHED = ("success", "failed", "skipped", "upstream_failed", "removed")
 
 
@@ -162,16 +169,55 @@ def run_and_follow(*, node_count: int, log_path: Path) -> tuple[str, str | None]
     return (str(final.state) if final else "failed"), run.run_id
 
 
+def view_url(*, port: int, run_id: str) -> str:
+    """The run's page in the trend view, inside Airflow's UI served on ``port``."""
+    return f"http://localhost:{port}{VIEW_RUN_PATH}{quote(run_id, safe='')}"
+
+
+def api_server_answers(port: int) -> bool:
+    """Whether an Airflow api-server answers on ``port``."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/monitor/health", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+def serve_view(port: int) -> int:
+    """Airflow's UI on the demo's metadata database and the local bucket, until interrupted.
+
+    Everyone is an admin without a login (Airflow's simple auth manager): it listens on loopback only.
+    """
+    airflow = Path(sys.executable).parent / "airflow"
+    os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] = "True"
+    print(
+        f"Airflow's UI with the trend view: http://localhost:{port}/plugin/scale-tests (Ctrl-C stops it)",
+        flush=True,
+    )
+    try:
+        return subprocess.run(
+            [str(airflow), "api-server", "--host", "127.0.0.1", "--port", str(port)], check=False
+        ).returncode
+    except KeyboardInterrupt:
+        return 0
+
+
 def main() -> int:
-    """Run the DAG once and report."""
+    """Run the DAG once and report, or serve the UI (``--serve-view``)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--node-count", type=int, default=int(os.environ.get("NODE_COUNT", "500")))
+    parser.add_argument("--view-port", type=int, default=8080, help="where `make view` serves Airflow's UI")
+    parser.add_argument(
+        "--serve-view", action="store_true", help="serve Airflow's UI instead of running the DAG"
+    )
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
     if not environment.is_up():
         print("the local environment is not running: start it with `make local-up`", file=sys.stderr)
         return 1
     prepare_airflow(environment)
+    if options.serve_view:
+        return serve_view(options.view_port)
     log_path = environment.config.home / "demo.log"
     print(f"running {DAG_ID} on {options.node_count} nodes; Airflow's full log: {log_path}", flush=True)
     state, airflow_run_id = run_and_follow(node_count=options.node_count, log_path=log_path)
@@ -183,6 +229,11 @@ def main() -> int:
         prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
         print(f"published: s3://{DEFAULT_BUCKET}/{prefix}{summary['run_id']}/")
         print(f"manifest:  s3://{DEFAULT_BUCKET}/{prefix}manifest.json")
+        url = view_url(port=options.view_port, run_id=summary["run_id"])
+        if api_server_answers(options.view_port):
+            print(f"trend view: {url}")
+        else:
+            print(f"trend view: {url} (start Airflow's UI first: `make view`, port {options.view_port})")
     else:
         print(f"no run summary: the run failed before publishing (see {log_path})")
     return 0 if state == "success" else 1

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from airflow.dag_processing.dagbag import DagBag
 
 from tests.conftest import REPO
 
@@ -17,6 +20,7 @@ from tests.conftest import REPO
 # modules it adds to sys.modules, nothing else.
 LOAD_PLUGINS = """
 import json, sys
+WEB_APP_MODULES = ("kai_scale.views.app", "airflow.api_fastapi.core_api.security")
 from pathlib import Path
 from airflow import plugins_manager
 plugins_manager.ensure_plugins_loaded()
@@ -26,14 +30,21 @@ top_level = {
     for name, module in list(sys.modules.items())
     if "." not in name and getattr(module, "__file__", None)
 }
+plugins = plugins_manager._get_plugins()[0]
 print(json.dumps({
     "from_folder": sorted(name for name, path in top_level.items() if path.is_relative_to(folder)),
-    "plugins": sorted(plugin.name for plugin in plugins_manager._get_plugins()[0]),
+    "plugins": sorted(plugin.name for plugin in plugins),
+    "fastapi_apps": [app["url_prefix"] for plugin in plugins for app in plugin.fastapi_apps],
+    "external_views": [view for plugin in plugins for view in plugin.external_views],
+    "web_modules": sorted(
+        name for name in sys.modules
+        if name.split(".")[0] in ("fastapi", "starlette") or name in WEB_APP_MODULES
+    ),
 }))
 """
 
 
-def _load_plugins(folder: Path) -> dict[str, list[str]]:
+def _load_plugins(folder: Path) -> dict[str, Any]:
     env = {**os.environ, "AIRFLOW__CORE__PLUGINS_FOLDER": str(folder)}
     result = subprocess.run(
         [sys.executable, "-c", LOAD_PLUGINS, str(folder)],
@@ -43,7 +54,7 @@ def _load_plugins(folder: Path) -> dict[str, list[str]]:
         check=True,
         timeout=120,
     )
-    loaded: dict[str, list[str]] = json.loads(result.stdout.strip().splitlines()[-1])
+    loaded: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return loaded
 
 
@@ -51,6 +62,28 @@ def test_only_the_plugin_module_is_imported_from_plugins() -> None:
     loaded = _load_plugins(REPO / "plugins")
     assert loaded["from_folder"] == ["kai_scale_views"]
     assert "kai_scale_views" in loaded["plugins"]
+
+
+def test_the_plugin_adds_the_trend_view_and_its_nav_entry_without_loading_the_web_app() -> None:
+    """Each task and the scheduler import the plugin too, but only the api-server serves the view.
+
+    So FastAPI and Airflow's API security wait for the view's first request.
+    """
+    loaded = _load_plugins(REPO / "plugins")
+    assert loaded["fastapi_apps"] == ["/scale-tests"]
+    assert [(view["name"], view["url_route"], view["href"]) for view in loaded["external_views"]] == [
+        ("Scale tests", "scale-tests", "scale-tests/runs")
+    ]
+    assert loaded["web_modules"] == []
+
+
+def test_the_view_links_to_and_authorizes_by_the_dag_of_the_dags_folder() -> None:
+    spec = importlib.util.spec_from_file_location("kai_scale_views", REPO / "plugins" / "kai_scale_views.py")
+    assert spec is not None
+    assert spec.loader is not None
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    assert plugin.NIGHTLY_DAG_ID in DagBag(dag_folder=str(REPO / "dags")).dags
 
 
 @pytest.mark.parametrize("stray", ["profile", "json"])

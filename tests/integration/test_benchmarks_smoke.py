@@ -51,6 +51,7 @@ def test_every_benchmark_script_has_a_smoke_test() -> None:
         "pipeline_overhead.py",
         "local_env.py",
         "change_points.py",
+        "trend_view.py",
     }
     assert {path.name for path in BENCHMARKS.glob("*.py")} == smoked
 
@@ -68,6 +69,13 @@ def test_dag_parse() -> None:
 def test_publish_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvironment) -> None:
     output = _run("publish.py", "--history", "20", "--repeat", "1", "--report-mb", "1")
     assert "manifest now holds" in output
+    buckets = [bucket["Name"] for bucket in local_env.s3_client().list_buckets()["Buckets"]]
+    assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
+
+
+def test_trend_view_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvironment) -> None:
+    output = _run("trend_view.py", "--history", "60", "--repeat", "1")
+    assert "| Runs page, first request" in output
     buckets = [bucket["Name"] for bucket in local_env.s3_client().list_buckets()["Buckets"]]
     assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 import yaml
 
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+from kai_scale.views.app import CHART_LIBRARY
 from tests.conftest import ALERT_VARIABLES, REPO
 
 AIRFLOW_SERVICES = {
@@ -84,10 +86,27 @@ def test_the_runner_image_installs_only_the_runner_and_the_model() -> None:
 
 def test_the_airflow_image_installs_the_provider_over_the_pipeline_lock() -> None:
     airflow = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
-    copied = [line.split()[-2] for line in airflow.splitlines() if line.startswith("COPY ")]
+    image = airflow.rsplit("\nFROM ", 1)[1]  # the last stage: the chart library's stage comes first
+    copied = [
+        line.split()[-2] for line in image.splitlines() if line.startswith("COPY ") and "--from" not in line
+    ]
     assert copied == ["requirements.txt", "packages/model", "packages/provider"]
 
 
 def test_build_leftovers_stay_out_of_the_images() -> None:
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {"**/build", "**/*.egg-info", "**/__pycache__", ".venv"} <= set(ignored)
+
+
+def test_the_airflow_image_builds_the_trend_views_chart_library_from_the_npm_lock() -> None:
+    airflow = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
+    ui = REPO / "packages" / "provider" / "ui"
+    vendor = CHART_LIBRARY.parent.relative_to(ui.parent / "src")
+    assert "COPY packages/provider/ui/package.json packages/provider/ui/package-lock.json" in airflow
+    assert "RUN npm ci --no-audit --no-fund && npm run build" in airflow
+    into_the_provider = (
+        f"/kai-scale/packages/provider/src/{vendor} \\\n    /opt/kai-scale/provider/src/{vendor}\n"
+    )
+    assert f"COPY --chown=50000:0 --from=view-assets {into_the_provider}" in airflow
+    build = json.loads((ui / "package.json").read_text())["scripts"]["build"]
+    assert f"cp node_modules/echarts/dist/echarts.min.js ../src/{vendor}/" in build

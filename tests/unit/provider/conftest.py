@@ -49,16 +49,21 @@ def s3_endpoint() -> Iterator[str]:
         server.wait(timeout=30)
 
 
-@pytest.fixture
-def s3_connection(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The id of an Airflow AWS connection (an ``AIRFLOW_CONN_*`` variable) to the test endpoint."""
+def s3_connection_variable(endpoint: str) -> tuple[str, str]:
+    """The ``AIRFLOW_CONN_*`` variable (name, value) that defines ``S3_CONN_ID`` to ``endpoint``."""
     connection = {
         "conn_type": "aws",
         "login": "unit-test-key",
         "password": "unit-test-secret",
-        "extra": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"},
+        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
     }
-    monkeypatch.setenv(f"AIRFLOW_CONN_{S3_CONN_ID.upper()}", json.dumps(connection))
+    return f"AIRFLOW_CONN_{S3_CONN_ID.upper()}", json.dumps(connection)
+
+
+@pytest.fixture
+def s3_connection(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The id of an Airflow AWS connection (an ``AIRFLOW_CONN_*`` variable) to the test endpoint."""
+    monkeypatch.setenv(*s3_connection_variable(s3_endpoint))
     return S3_CONN_ID
 
 

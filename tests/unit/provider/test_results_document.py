@@ -150,6 +150,7 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         status="success",
         airflow_run_id="m",
         verdict="pass",
+        failed_scenarios=[],
     )
     assert entry["commit"] == "0123456789abcdef"
     assert entry["path"] == "Public/r/results.json"
@@ -160,9 +161,13 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         metadata=METADATA,
         status="failure",
         airflow_run_id="m",
-        verdict="pass",
+        verdict="failure",
+        failed_scenarios=("reclaim",),
     )
     assert without["commit"] == "v0.9.0"
+    # Beyond the dashboard's fields, which stay as they were: what the trend view searches.
+    assert (without["verdict"], without["failed_scenarios"]) == ("failure", ["reclaim"])
+    assert json.loads(json.dumps(without)) == without
 
 
 def test_a_request_above_its_limit_is_refused_naming_the_service(tmp_path: Path) -> None:

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
+
 from kai_scale.object_keys import (
     manifest_key,
     published_keys,
+    published_keys_beside,
     run_metrics_key,
     run_summary_key,
     scenario_outputs,
@@ -63,3 +66,9 @@ def test_published_keys_are_under_the_prefix_and_run_id() -> None:
     assert keys.metrics == "Public/20261122T020000Z-scheduled-1a2b3c4d/metrics.json"
     assert manifest_key("Public/") == "Public/manifest.json"
     assert run_metrics_key("r1") == "runs/r1/metrics.json"
+
+
+@pytest.mark.parametrize("prefix", ["Public/", "team-a/Public/", ""])
+def test_a_runs_objects_are_found_beside_its_results_document(prefix: str) -> None:
+    keys = published_keys(prefix=prefix, run_id="r1")
+    assert published_keys_beside(keys.results) == keys

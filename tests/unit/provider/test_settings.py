@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from kai_scale.settings import AlertSettings, PipelineSettings, SettingsError, Toleration
+from kai_scale.settings import (
+    AlertSettings,
+    PipelineSettings,
+    ResultsLocation,
+    SettingsError,
+    Toleration,
+)
 from tests.conftest import ALERT_VARIABLES
 
 
@@ -150,3 +156,19 @@ def test_bad_runner_placement_names_the_variable(
     with pytest.raises(SettingsError, match=name) as raised:
         PipelineSettings.from_environment(default_include_dir=Path("include"))
     assert message in str(raised.value)
+
+
+def test_the_pipeline_and_the_trend_view_read_one_results_location(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_AWS_CONN_ID", "results_s3")
+    monkeypatch.setenv("KAI_SCALE_RESULTS_BUCKET", "nightly-results")
+    monkeypatch.setenv("KAI_SCALE_RESULTS_PREFIX", "team-a/Public")
+    location = ResultsLocation.from_environment()
+    assert location == ResultsLocation(
+        aws_conn_id="results_s3", bucket="nightly-results", prefix="team-a/Public/"
+    )
+    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    assert (settings.aws_conn_id, settings.results_bucket, settings.results_prefix) == (
+        location.aws_conn_id,
+        location.bucket,
+        location.prefix,
+    )

@@ -75,6 +75,21 @@ def published_keys(*, prefix: str, run_id: str) -> PublishedKeys:
     )
 
 
+def published_keys_beside(results_key: str) -> PublishedKeys:
+    """The keys of the run whose ``results.json`` is ``results_key`` (a manifest entry's ``path``).
+
+    Its objects sit beside it, whatever prefix the run was published under.
+    """
+    folder, _, _ = results_key.rpartition("/")
+    base = f"{folder}/" if folder else ""
+    return PublishedKeys(
+        results=results_key,
+        ginkgo_report=f"{base}ginkgo-report.json",
+        metrics=f"{base}metrics.json",
+        verdicts=f"{base}verdicts.json",
+    )
+
+
 def acknowledgements_key(prefix: str) -> str:
     """Change points people acknowledged, ``<prefix>acknowledgements.json`` (written by people)."""
     return f"{prefix}acknowledgements.json"

@@ -161,6 +161,28 @@ def _tolerations(name: str) -> tuple[Toleration, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResultsLocation:
+    """Where published results are: what the pipeline writes and the trend view reads, from one place."""
+
+    aws_conn_id: str
+    """``KAI_SCALE_AWS_CONN_ID``: Airflow connection of the results bucket (may carry an ``endpoint_url``)."""
+    bucket: str
+    """``KAI_SCALE_RESULTS_BUCKET``: bucket of the run outputs and the published results."""
+    prefix: str
+    """``KAI_SCALE_RESULTS_PREFIX``: prefix of the published results (``Public/``), ending in ``/``."""
+
+    @classmethod
+    def from_environment(cls) -> ResultsLocation:
+        """Read the three variables, with the defaults the pipeline has always had."""
+        prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
+        return cls(
+            aws_conn_id=os.environ.get("KAI_SCALE_AWS_CONN_ID", "aws_default"),
+            bucket=os.environ.get("KAI_SCALE_RESULTS_BUCKET", "kai-scale-results"),
+            prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class PipelineSettings:
     """Where the pipeline runs, where its results go and who hears about a bad run."""
 
@@ -198,7 +220,7 @@ class PipelineSettings:
         :param default_include_dir: the ``include/`` beside the DAG files, unless ``KAI_SCALE_INCLUDE_DIR``
             names another.
         """
-        prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
+        results = ResultsLocation.from_environment()
         results_url = _optional("KAI_SCALE_RESULTS_URL")
         if results_url is not None and not results_url.startswith(("https://", "http://")):
             raise SettingsError(
@@ -209,10 +231,10 @@ class PipelineSettings:
             results_url += "/"
         return cls(
             kubernetes_conn_id=os.environ.get("KAI_SCALE_KUBERNETES_CONN_ID", "kubernetes_default"),
-            aws_conn_id=os.environ.get("KAI_SCALE_AWS_CONN_ID", "aws_default"),
+            aws_conn_id=results.aws_conn_id,
             prometheus_conn_id=os.environ.get("KAI_SCALE_PROMETHEUS_CONN_ID", "prometheus_default"),
-            results_bucket=os.environ.get("KAI_SCALE_RESULTS_BUCKET", "kai-scale-results"),
-            results_prefix=prefix if prefix.endswith("/") or not prefix else f"{prefix}/",
+            results_bucket=results.bucket,
+            results_prefix=results.prefix,
             results_url=results_url,
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
             runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),

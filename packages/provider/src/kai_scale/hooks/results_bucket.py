@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from airflow.sdk import BaseHook
 from botocore.exceptions import BotoCoreError, ClientError
@@ -17,6 +18,8 @@ MAX_PRESIGN_SECONDS = 7 * 24 * 3600
 # S3 answers a lost conditional write with 412, or 409 when two conditional writes overlap.
 CONDITION_FAILED_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 NOT_FOUND_CODES = ("NoSuchKey", "404", "NotFound")
+# What S3 answers a GET with If-None-Match when the object still has that ETag.
+NOT_MODIFIED_CODES = ("304", "NotModified")
 
 
 class BucketError(RuntimeError):
@@ -33,6 +36,12 @@ class Versioned:
 
     body: bytes
     etag: str
+
+
+class Unchanged(Enum):
+    """The answer of ``read_if_changed`` when the object still has the ETag the caller holds."""
+
+    UNCHANGED = "unchanged"
 
 
 def _code(error: ClientError) -> str:
@@ -116,6 +125,25 @@ class ResultsBucketHook(BaseHook):
         response = self._get(key)
         if response is None:
             return None
+        return Versioned(body=bytes(response["Body"].read()), etag=str(response["ETag"]))
+
+    def read_if_changed(
+        self, key: str, *, etag: str | None
+    ) -> Versioned | Literal[Unchanged.UNCHANGED] | None:
+        """The object with its ETag; ``UNCHANGED`` if it still has ``etag``; None when it does not exist.
+
+        An unchanged object's body is not sent (S3's ``If-None-Match``), so re-checking costs one request.
+        """
+        if etag is None:
+            return self.read_versioned(key)
+        try:
+            response = dict(self.client.get_object(Bucket=self.bucket, Key=key, IfNoneMatch=etag))
+        except ClientError as error:
+            if _code(error) in NOT_MODIFIED_CODES:
+                return Unchanged.UNCHANGED
+            if _code(error) in NOT_FOUND_CODES:
+                return None
+            raise
         return Versioned(body=bytes(response["Body"].read()), etag=str(response["ETag"]))
 
     def write_conditionally(self, *, key: str, text: str, etag: str | None) -> None:

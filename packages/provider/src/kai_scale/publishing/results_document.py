@@ -100,11 +100,21 @@ def results_document(*, metadata: RunMetadata, entries: Sequence[ScenarioEntry])
 
 
 def manifest_entry(
-    *, run_id: str, results_key: str, metadata: RunMetadata, status: str, airflow_run_id: str, verdict: str
+    *,
+    run_id: str,
+    results_key: str,
+    metadata: RunMetadata,
+    status: str,
+    airflow_run_id: str,
+    verdict: str,
+    failed_scenarios: Sequence[str],
 ) -> dict[str, Any]:
     """The run's entry in manifest.json; ``path`` is relative to the bucket root, as the dashboard reads it.
 
     ``commit`` is the KAI commit when the runner image reports it, else the KAI ref the run asked for.
+
+    :param failed_scenarios: the scenarios that failed, so that the trend view finds a run by them
+        from the manifest alone.
     """
     return {
         "timestamp": metadata.timestamp,
@@ -115,6 +125,8 @@ def manifest_entry(
         "node_count": metadata.kwok_node_count,
         "kai_ref": metadata.kai_scheduler_ref,
         "status": status,
-        # Beyond the dashboard's fields: pass, failure, threshold, regression or incomplete (verdicts.json).
+        # Beyond the dashboard's fields (it ignores them): pass, failure, threshold, regression or
+        # incomplete (verdicts.json), and the names of the scenarios that failed.
         "verdict": verdict,
+        "failed_scenarios": list(failed_scenarios),
     }

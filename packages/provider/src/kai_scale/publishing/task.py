@@ -167,6 +167,7 @@ def publish_results(
             status=summary["status"],
             airflow_run_id=dag_run.run_id,
             verdict=verdicts["verdict"],
+            failed_scenarios=[e.scenario for e in entries if e.status == "failure"],
         ),
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"

@@ -1,0 +1,502 @@
+"""The trend view as a person uses it: Airflow's api-server with the plugin, in headless Chromium.
+
+A small history (passes, a failed scenario, a regression: ``trend_history``) is published to the S3
+endpoint the way the pipeline publishes; an ``airflow api-server`` of the test's own serves Airflow's
+UI with the plugin; Debian's chromium, driven through its chromedriver, signs in on Airflow's login
+page and goes through Runs, Trends and One run. Screenshots go to each test's output directory
+(``tmp_path``).
+
+The S3 endpoint is the local environment's (its bucket, under a prefix of the test's own). To work on
+this file alone, give it an S3 endpoint of your own instead: ``KAI_SCALE_VIEW_TEST_S3_URL=http://
+127.0.0.1:<port>`` (e.g. ``.venv/bin/moto_server -p <port>``); nothing else of the environment is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import boto3
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+
+from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
+from localenv import settings as localenv_settings
+from localenv.demo import VIEW_RUN_PATH
+from tests.trend_history import (
+    FAILED_RUN,
+    FAILURE_REASON,
+    FILL_TEST,
+    NODE_COUNT,
+    REGRESSION_FROM,
+    RUNS,
+    PublishedHistory,
+    publish_history,
+)
+from tests.waiting import free_ports, wait_for
+
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+OWN_S3 = "KAI_SCALE_VIEW_TEST_S3_URL"
+S3_VARIABLES = (
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "AIRFLOW_CONN_AWS_DEFAULT",
+    "KAI_SCALE_RESULTS_BUCKET",
+)
+USER = "scale-reader"
+VIEW = "/scale-tests"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def s3_exports(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The variables that point Airflow and boto3 at the S3 endpoint and name the results bucket."""
+    endpoint = os.environ.get(OWN_S3)
+    if not endpoint:
+        exports: dict[str, str] = request.getfixturevalue("local_env").exports()
+        return {name: exports[name] for name in S3_VARIABLES}
+    credentials = {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    connection = {
+        "conn_type": "aws",
+        "login": "test",
+        "password": "test",
+        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+    }
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        region_name="us-east-1",
+    )
+    buckets = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
+    if localenv_settings.DEFAULT_BUCKET not in buckets:
+        s3.create_bucket(Bucket=localenv_settings.DEFAULT_BUCKET)
+    return {
+        **credentials,
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(connection),
+        "KAI_SCALE_RESULTS_BUCKET": localenv_settings.DEFAULT_BUCKET,
+    }
+
+
+@pytest.fixture(scope="module")
+def store(s3_exports: dict[str, str]) -> Iterator[ResultsBucketHook]:
+    """The results bucket through the Airflow connection, as the pipeline and the view reach it."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in s3_exports.items():
+            patch.setenv(name, value)
+        yield ResultsBucketHook(aws_conn_id="aws_default", bucket=s3_exports["KAI_SCALE_RESULTS_BUCKET"])
+
+
+@pytest.fixture(scope="module")
+def history(store: ResultsBucketHook) -> Iterator[PublishedHistory]:
+    """The history, published under a prefix of its own; its objects are removed afterwards."""
+    tag = uuid.uuid4().hex[:8]
+    published = publish_history(store, prefix=f"test-view-{tag}/Public/", now=datetime.now(UTC), tag=tag)
+    yield published
+    for key in published.keys:
+        store.delete(key)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AirflowUI:
+    """The running api-server and the user who may read the DAG's runs."""
+
+    url: str
+    """Its address, ``http://127.0.0.1:<port>``."""
+    password: str
+    """``USER``'s password (simple auth manager, role viewer)."""
+    log: Path
+    """The api-server's log."""
+
+
+@pytest.fixture(scope="module")
+def airflow_ui(
+    s3_exports: dict[str, str], history: PublishedHistory, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AirflowUI]:
+    """``airflow api-server`` on a fresh metadata database, with this repository's plugin, on a free port."""
+    home = tmp_path_factory.mktemp("trend-view-airflow")
+    password = secrets.token_urlsafe(12)
+    (home / "passwords.json").write_text(json.dumps({USER: password}))
+    (port,) = free_ports(1)
+    env = {
+        **os.environ,
+        **s3_exports,
+        "AIRFLOW_HOME": str(home),
+        "KAI_SCALE_RESULTS_PREFIX": history.prefix,
+        # A viewer: reading the DAG's runs is all the view asks for.
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+    }
+    subprocess.run([AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
+    log = home / "api-server.log"
+    with log.open("ab") as output:
+        server = subprocess.Popen(
+            [AIRFLOW, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    ui = AirflowUI(url=f"http://127.0.0.1:{port}", password=password, log=log)
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{ui.url}/api/v2/monitor/health", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_for(healthy, timeout=180, what=f"the api-server to answer (log: {log})", interval=1)
+        yield ui
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    """Headless Chromium (Debian's, through its chromedriver: ``make browser`` installs them)."""
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).exists()]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not installed: `make browser` installs Debian's chromium and its driver"
+        )
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser: webdriver.Chrome, airflow_ui: AirflowUI) -> webdriver.Chrome:
+    """The browser, signed in on Airflow's own login page."""
+    browser.get(f"{airflow_ui.url}/")
+    wait_for(
+        lambda: browser.find_elements(By.CSS_SELECTOR, "input[name=username]"),
+        timeout=60,
+        what="Airflow's login page",
+    )
+    browser.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(USER)
+    browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(airflow_ui.password)
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(lambda: browser.get_cookie("_token"), timeout=30, what="Airflow's session cookie")
+    return browser
+
+
+def _element(browser: webdriver.Chrome, css: str, *, timeout: float = 30) -> WebElement:
+    found: list[WebElement] = wait_for(
+        lambda: browser.find_elements(By.CSS_SELECTOR, css), timeout=timeout, what=f"an element {css!r}"
+    )
+    return found[0]
+
+
+def _reload_by(browser: webdriver.Chrome, control: WebElement) -> None:
+    """Click ``control`` and wait for the page it loads (the old page's elements go stale)."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    control.click()
+
+    def replaced() -> bool:
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        return False
+
+    wait_for(replaced, timeout=30, what="the next page to load")
+    _element(browser, "main")
+
+
+def _drawn(browser: webdriver.Chrome, chart: WebElement) -> WebElement:
+    """The chart, once scrolled into view and drawn."""
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
+    wait_for(
+        lambda: chart.get_attribute("data-rendered"),
+        timeout=30,
+        what=f"chart {chart.get_attribute('data-title')!r} to draw",
+    )
+    assert chart.get_attribute("data-rendered") == "true", chart.text
+    return chart
+
+
+def _option(browser: webdriver.Chrome, chart: WebElement) -> dict[str, Any]:
+    """What the chart draws, as ECharts holds it."""
+    option: dict[str, Any] = browser.execute_script(
+        "const option = echarts.getInstanceByDom(arguments[0]).getOption();"
+        # Without the axis' callbacks, which JSON cannot carry.
+        "const plain = (key, value) => (typeof value === 'function' ? null : value);"
+        "return JSON.parse(JSON.stringify(option, plain));",
+        chart,
+    )
+    return option
+
+
+def test_an_object_is_sent_again_only_when_it_changed(
+    store: ResultsBucketHook, history: PublishedHistory
+) -> None:
+    """What keeps a 10,000-run manifest from being downloaded and parsed on every page."""
+    key = f"{history.prefix}probe.json"
+    store.write_text(key=key, text='{"runs": []}')
+    try:
+        read = store.read_if_changed(key, etag=None)
+        assert isinstance(read, Versioned)
+        assert store.read_if_changed(key, etag=read.etag) is Unchanged.UNCHANGED
+        store.write_text(key=key, text='{"runs": [{}]}')
+        changed = store.read_if_changed(key, etag=read.etag)
+        assert isinstance(changed, Versioned)
+        assert changed.body == b'{"runs": [{}]}'
+    finally:
+        store.delete(key)
+    assert store.read_if_changed(key, etag=read.etag) is None
+
+
+def test_the_view_answers_only_who_may_read_the_dags_runs(
+    airflow_ui: AirflowUI, history: PublishedHistory
+) -> None:
+    page = f"{airflow_ui.url}{VIEW}/runs"
+    assert httpx.get(page, timeout=30).status_code == 401
+    token = httpx.post(
+        f"{airflow_ui.url}/auth/token", json={"username": USER, "password": airflow_ui.password}, timeout=30
+    ).json()["access_token"]
+    answer = httpx.get(page, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    assert answer.status_code == 200
+    assert history.run_ids[-1] in answer.text
+    # Like Airflow's own assets, the chart library is served to anyone.
+    assert httpx.get(f"{airflow_ui.url}{VIEW}/static/vendor/echarts.min.js", timeout=30).status_code == 200
+
+
+def test_scale_tests_in_airflows_nav_opens_the_runs_newest_first(
+    signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
+) -> None:
+    browser = signed_in
+    browser.get(f"{airflow_ui.url}/")
+    nav = wait_for(
+        lambda: [
+            link for link in browser.find_elements(By.TAG_NAME, "a") if link.text.strip() == "Scale tests"
+        ],
+        timeout=60,
+        what="'Scale tests' in Airflow's nav",
+    )
+    nav[0].click()
+    browser.switch_to.frame(_element(browser, "iframe[title='Scale tests']"))
+    _element(browser, "tr[data-run-id]")
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[data-run-id]")
+    assert [row.get_attribute("data-run-id") for row in rows] == history.run_ids[::-1]
+    newest, failed = rows[0], rows[RUNS - 1 - FAILED_RUN]
+    assert newest.find_element(By.CSS_SELECTOR, ".outcome").text == "regression"
+    assert history.kai_refs[-1] in newest.text
+    assert failed.find_element(By.CSS_SELECTOR, ".outcome").text == "failure"
+    assert failed.find_element(By.CSS_SELECTOR, ".failed").text == "reclaim"
+    browser.switch_to.default_content()
+    browser.save_screenshot(str(tmp_path / "airflow-nav-runs.png"))
+
+    # The link to the Airflow run opens it in Airflow's page, not inside the view's frame.
+    browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe[title='Scale tests']"))
+    browser.find_element(By.CSS_SELECTOR, "tr[data-run-id] a.airflow-link").click()
+    browser.switch_to.default_content()
+    wait_for(
+        lambda: not browser.find_elements(By.CSS_SELECTOR, "iframe[title='Scale tests']"),
+        timeout=30,
+        what="Airflow's page to replace the view",
+    )
+    assert browser.current_url == f"{airflow_ui.url}/dags/kai_scale_nightly/runs/" + quote(
+        history.airflow_run_ids[-1], safe=""
+    )
+
+
+def test_the_runs_filters(
+    signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
+) -> None:
+    browser = signed_in
+    browser.get(f"{airflow_ui.url}{VIEW}/runs")
+
+    def filter_by(*, outcome: str = "", nodes: str = "", text: str = "") -> list[str]:
+        _element(browser, "select[name=outcome]").find_element(
+            By.CSS_SELECTOR, f"option[value='{outcome}']"
+        ).click()
+        browser.find_element(By.CSS_SELECTOR, f"select[name=node_count] option[value='{nodes}']").click()
+        search = browser.find_element(By.CSS_SELECTOR, "input[name=q]")
+        search.clear()
+        search.send_keys(text)
+        _reload_by(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
+        return [
+            row.get_attribute("data-run-id") or ""
+            for row in browser.find_elements(By.CSS_SELECTOR, "tr[data-run-id]")
+        ]
+
+    assert filter_by(outcome="failure") == [history.run_ids[FAILED_RUN]]
+    assert filter_by(outcome="regression") == history.regressed[::-1]
+    assert filter_by(text="reclaim") == [history.run_ids[FAILED_RUN]], "a failed scenario is found by name"
+    assert filter_by(text=history.commits[-1]) == [history.run_ids[-1]]
+    assert filter_by(nodes=str(NODE_COUNT)) == history.run_ids[::-1]
+    assert browser.find_element(By.ID, "run-count").text == f"{RUNS} of {RUNS} runs"
+    filter_by(outcome="failure")
+    browser.save_screenshot(str(tmp_path / "runs-failed.png"))
+
+
+def test_the_trends_draw_each_detail_with_failures_bounds_and_regressions(
+    signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
+) -> None:
+    browser = signed_in
+    browser.get(f"{airflow_ui.url}{VIEW}/trends")
+    assert _element(browser, "#window").text.startswith(f"{RUNS} runs at {NODE_COUNT} nodes")
+    assert f"{FILL_TEST} · nodes = {NODE_COUNT}" in browser.find_element(By.ID, "unchanged").text
+    charts = {
+        chart.get_attribute("data-title"): chart for chart in browser.find_elements(By.CSS_SELECTOR, ".chart")
+    }
+    first, *_, last = charts.values()
+    # Charts below the fold are not loaded until they are scrolled to.
+    wait_for(lambda: first.get_attribute("data-rendered"), timeout=30, what="the first chart to draw")
+    assert last.get_attribute("data-rendered") is None
+
+    fill = _drawn(browser, charts[f"{FILL_TEST} · time"])
+    option = _option(browser, fill)
+    values, failed = option["series"]
+    assert len(values["data"]) == RUNS
+    assert [point["point"]["run_id"] for point in values["data"]] == history.run_ids
+    assert [point["failure"]["run_id"] for point in failed["data"]] == [history.run_ids[FAILED_RUN]]
+    assert [mark["name"] for mark in values["markLine"]["data"]] == ["threshold max"]
+    assert values["markLine"]["data"][0]["yAxis"] == 540
+    regressions = [mark for mark in values["markPoint"]["data"] if mark["name"] == "regression"]
+    assert len(regressions) == len(history.regressed) == RUNS - REGRESSION_FROM
+    assert option["yAxis"][0]["name"] == "time (s)"
+    drawn = fill.find_element(By.TAG_NAME, "svg").get_attribute("textContent") or ""
+    assert "max 540 s" in drawn
+    assert drawn.count("regression") == len(history.regressed)
+
+    # A point's tooltip names its run, date, KAI ref and commit, and links to the run.
+    x, y = browser.execute_script(
+        "const chart = echarts.getInstanceByDom(arguments[0]);"
+        "const data = chart.getOption().series[0].data;"
+        "return chart.convertToPixel({seriesIndex: 0}, data[data.length - 1].value);",
+        fill,
+    )
+    ActionChains(browser).move_to_element_with_offset(
+        fill, int(x - fill.size["width"] / 2), int(y - fill.size["height"] / 2)
+    ).perform()
+    tooltip = wait_for(
+        lambda: [text for text in [fill.get_attribute("innerText") or ""] if history.run_ids[-1] in text],
+        timeout=10,
+        what="the newest point's tooltip",
+    )[0]
+    assert history.kai_refs[-1] in tooltip
+    assert history.commits[-1] in tooltip
+    assert history.timestamps[-1].replace("T", " ").replace("Z", " UTC") in tooltip
+    link = fill.find_element(By.CSS_SELECTOR, f"a[href$='/runs/{history.run_ids[-1]}']")
+    browser.save_screenshot(str(tmp_path / "trends.png"))
+    link.click()
+    assert _element(browser, "h1").text.startswith(f"Run {history.run_ids[-1]}")
+
+    browser.back()
+    _element(browser, "#window")
+    # The last chart, reclaim's time: the run in which reclaim failed has no value, so a line marks it.
+    reclaim = _drawn(browser, browser.find_elements(By.CSS_SELECTOR, ".chart")[-1])
+    assert reclaim.get_attribute("data-title") == "Reclaim GPU Jobs · time"
+    assert reclaim.get_attribute("data-points") == str(RUNS - 1)
+    failure_lines = [
+        mark
+        for mark in _option(browser, reclaim)["series"][0]["markLine"]["data"]
+        if mark["name"] == "failed"
+    ]
+    assert [line["xAxis"] for line in failure_lines] == [
+        int(datetime.fromisoformat(history.timestamps[FAILED_RUN].replace("Z", "+00:00")).timestamp() * 1000)
+    ]
+    assert "failed" in (reclaim.find_element(By.TAG_NAME, "svg").get_attribute("textContent") or "")
+
+
+def test_one_run_shows_its_scenarios_each_ones_previous_run_and_its_metrics(
+    signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
+) -> None:
+    browser = signed_in
+    # A run's address in Airflow's UI (what `make demo` prints) opens the view's page in Airflow's frame.
+    browser.get(f"{airflow_ui.url}{VIEW_RUN_PATH}{history.run_ids[FAILED_RUN]}")
+    browser.switch_to.frame(_element(browser, "iframe[title='Scale tests']"))
+    reclaim = _element(browser, "tr[data-scenario=reclaim]")
+    assert "failure" in reclaim.text
+    assert FAILURE_REASON in reclaim.text
+    browser.switch_to.default_content()
+
+    newest = history.run_ids[-1]
+    browser.get(f"{airflow_ui.url}{VIEW}/runs")
+    _element(browser, f"tr[data-run-id='{newest}'] td a").click()
+    assert _element(browser, "h1").text == f"Run {newest} regression"
+    scenarios = browser.find_elements(By.CSS_SELECTOR, "tr[data-scenario]")
+    assert [row.get_attribute("data-scenario") for row in scenarios] == [
+        "sanity-fill-cluster",
+        "gpu-pod-throughput",
+        "reclaim",
+    ]
+    flagged = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.details tr.flagged")]
+    assert len(flagged) == 1
+    assert f"regressed since run {history.run_ids[REGRESSION_FROM]}" in flagged[0]
+    # Each scenario beside its own previous run: here the night before for all three.
+    assert [row.find_element(By.CSS_SELECTOR, "td.previous-run").text for row in scenarios] == [
+        history.run_ids[-2]
+    ] * 3
+
+    charts = browser.find_elements(By.CSS_SELECTOR, ".chart[data-kind=metric]")
+    assert len(charts) == 3 * 2  # two named queries for each of the three scenarios
+    latency = _drawn(browser, charts[-2])
+    assert latency.get_attribute("data-series") == "2"
+    assert [series["name"] for series in _option(browser, latency)["series"]] == [
+        "action=allocate",
+        "action=reclaim",
+    ]
+    browser.save_screenshot(str(tmp_path / "one-run-metrics.png"))
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(tmp_path / "one-run.png"))
+
+    # The night after reclaim failed, reclaim is compared with the night before that; its link opens it.
+    browser.get(f"{airflow_ui.url}{VIEW}/runs/{history.run_ids[FAILED_RUN + 1]}")
+    previous = {
+        row.get_attribute("data-scenario"): row.find_element(By.CSS_SELECTOR, "td.previous-run")
+        for row in browser.find_elements(By.CSS_SELECTOR, "tr[data-scenario]")
+    }
+    assert {scenario: cell.text for scenario, cell in previous.items()} == {
+        "sanity-fill-cluster": history.run_ids[FAILED_RUN],
+        "gpu-pod-throughput": history.run_ids[FAILED_RUN],
+        "reclaim": history.run_ids[FAILED_RUN - 1],
+    }
+    reclaim_time = browser.find_element(
+        By.CSS_SELECTOR, "tr[data-test='Reclaim GPU Jobs'][data-detail=time] td.previous-run"
+    )
+    assert reclaim_time.text == history.run_ids[FAILED_RUN - 1]
+    browser.save_screenshot(str(tmp_path / "one-run-previous-runs.png"))
+    _reload_by(browser, previous["reclaim"].find_element(By.TAG_NAME, "a"))
+    assert _element(browser, "h1").text == f"Run {history.run_ids[FAILED_RUN - 1]} pass"

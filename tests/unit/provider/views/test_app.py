@@ -1,0 +1,221 @@
+"""The view's pages and chart data in-process, mounted as Airflow's api-server mounts it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI, HTTPException
+from fastapi.testclient import TestClient
+
+from kai_scale.views import app as app_module
+from kai_scale.views.app import create_app
+from kai_scale.views.reader import ResultsReader
+from tests.unit.provider.views.stores import CountingStore
+
+FILL = "Fill Cluster with single GPU Jobs"
+
+
+def _entry(day: int, **fields: Any) -> dict[str, Any]:
+    run_id = f"202611{day:02d}T020000Z-scheduled-{day:08x}"
+    return {
+        "timestamp": f"2026-11-{day:02d}T02:00:00Z",
+        "path": f"Public/{run_id}/results.json",
+        "commit": f"c0ffee{day:02d}",
+        "run_id": run_id,
+        "airflow_run_id": f"scheduled__2026-11-{day:02d}T02:00:00+00:00",
+        "node_count": 500,
+        "kai_ref": "v0.9.0",
+        "status": "success",
+        "verdict": "pass",
+        "failed_scenarios": [],
+    } | fields
+
+
+def _results(time: str, *failed: str) -> dict[str, Any]:
+    tests = [{"test_name": FILL, "status": "success", "details": {"nodes": 500, "time": time}}]
+    tests += [
+        {"test_name": name, "status": "failure", "details": {"scenario": name, "message": "m"}}
+        for name in failed
+    ]
+    return {"metadata": {}, "results": {"status": "failure" if failed else "success", "tests": tests}}
+
+
+ENTRIES = [
+    _entry(20),
+    _entry(21, status="failure", verdict="failure", failed_scenarios=["reclaim"]),
+    _entry(22, verdict="regression"),
+]
+RUN_IDS = [entry["run_id"] for entry in ENTRIES]
+
+
+@pytest.fixture
+def store() -> CountingStore:
+    store = CountingStore()
+    store.put("Public/manifest.json", {"runs": ENTRIES})
+    for entry, results in zip(
+        ENTRIES, [_results("6m30s"), _results("6m31s", "reclaim"), _results("8m")], strict=True
+    ):
+        store.put(entry["path"], results)
+    store.put(
+        f"runs/{RUN_IDS[1]}/run-summary.json",
+        {
+            "scenarios": [
+                {"scenario": "reclaim", "status": "failure", "reason": "pods pending", "try_number": 2}
+            ]
+        },
+    )
+    return store
+
+
+def _allowed() -> None:
+    return None
+
+
+def _client(store: CountingStore, authorization: Callable[..., Any] = _allowed) -> TestClient:
+    """The app under /scale-tests of an app served under /airflow, as the api-server with a base_url path."""
+    view = create_app(
+        reader=ResultsReader(store=store, prefix="Public/"),
+        dag_id="kai_scale_nightly",
+        authorization=authorization,
+    )
+    airflow = FastAPI(root_path="/airflow")
+    airflow.mount("/scale-tests", view)
+    return TestClient(airflow)
+
+
+@pytest.fixture
+def client(store: CountingStore) -> Iterator[TestClient]:
+    with _client(store) as client:
+        yield client
+
+
+def test_the_runs_page_lists_the_runs_newest_first_with_their_links(client: TestClient) -> None:
+    page = client.get("/airflow/scale-tests/runs").text
+    assert [page.index(f'data-run-id="{run_id}"') for run_id in RUN_IDS[::-1]] == sorted(
+        page.index(f'data-run-id="{run_id}"') for run_id in RUN_IDS
+    )
+    assert '<td class="failed">reclaim</td>' in page
+    assert f'href="/airflow/scale-tests/runs/{RUN_IDS[0]}/objects/results.json"' in page
+    assert (
+        'href="/airflow/dags/kai_scale_nightly/runs/scheduled__2026-11-20T02%3A00%3A00%2B00%3A00"' in page
+    ), "Airflow's run page, under Airflow's base path"
+    assert "3 of 3 runs" in page
+
+
+def test_the_runs_page_takes_the_filters_as_a_form_sends_them(
+    client: TestClient, store: CountingStore
+) -> None:
+    page = client.get(
+        "/airflow/scale-tests/runs", params={"outcome": "", "node_count": "", "q": "RECLAIM"}
+    ).text
+    assert "1 of 3 runs" in page
+    assert f'data-run-id="{RUN_IDS[1]}"' in page
+    assert '<td class="failed">reclaim</td>' in page
+    assert store.reads == {"Public/manifest.json": 1}, "searched and shown from the manifest alone"
+    assert "1 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"outcome": "regression"}).text
+    assert "0 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"node_count": "100"}).text
+
+
+def test_an_older_entry_without_failed_scenarios_shows_its_results_ones_but_is_not_searched_by_them(
+    client: TestClient, store: CountingStore
+) -> None:
+    older = [{key: value for key, value in entry.items() if key != "failed_scenarios"} for entry in ENTRIES]
+    store.put("Public/manifest.json", {"runs": older})
+    page = client.get("/airflow/scale-tests/runs").text
+    assert '<td class="failed">reclaim</td>' in page
+    assert ENTRIES[1]["path"] in store.reads, "read for the page it is on"
+    assert "0 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"q": "reclaim"}).text
+
+
+def test_a_run_page_shows_its_scenarios_or_says_it_has_no_summary(client: TestClient) -> None:
+    failed = client.get(f"/airflow/scale-tests/runs/{RUN_IDS[1]}").text
+    assert 'data-scenario="reclaim"' in failed
+    assert "pods pending" in failed
+    passed = client.get(f"/airflow/scale-tests/runs/{RUN_IDS[0]}").text
+    assert f"This run has no run summary (<code>runs/{RUN_IDS[0]}/run-summary.json</code>)" in passed
+    assert client.get("/airflow/scale-tests/runs/no-such-run").status_code == 404
+
+
+def test_a_runs_published_objects_are_served_from_the_bucket(
+    client: TestClient, store: CountingStore
+) -> None:
+    answer = client.get(f"/airflow/scale-tests/runs/{RUN_IDS[2]}/objects/results.json")
+    assert (answer.status_code, answer.json()) == (200, _results("8m"))
+    assert answer.headers["content-type"] == "application/json"
+    missing = client.get(f"/airflow/scale-tests/runs/{RUN_IDS[2]}/objects/ginkgo-report.json")
+    assert missing.status_code == 404
+    assert f"s3://kai-scale-results/Public/{RUN_IDS[2]}/ginkgo-report.json does not exist" in missing.text
+    assert client.get(f"/airflow/scale-tests/runs/{RUN_IDS[2]}/objects/..%2Fmanifest.json").status_code == 404
+    assert client.get(f"/airflow/scale-tests/runs/{RUN_IDS[2]}/objects/run-summary.json").status_code == 404
+
+
+def test_the_trends_page_lists_a_chart_per_changing_detail_and_serves_its_data(
+    client: TestClient, store: CountingStore
+) -> None:
+    page = client.get("/airflow/scale-tests/trends", params={"days": 3650, "last": ""}).text
+    assert "3 runs at 500 nodes" in page
+    assert f"{FILL} · nodes = 500" in page
+    assert page.count('class="chart"') == 1
+    assert sorted(store.reads) == sorted(["Public/manifest.json", *(entry["path"] for entry in ENTRIES)]), (
+        "the manifest and the results, not the verdicts"
+    )
+    data = client.get(
+        "/airflow/scale-tests/api/trend",
+        params={"node_count": 500, "days": 3650, "test": FILL, "detail": "time"},
+    ).json()
+    assert [point["value"] for point in data["points"]] == [390.0, 391.0, 480.0]
+    assert [failure["run_id"] for failure in data["failures"]] == [RUN_IDS[1]]
+    assert (
+        client.get(
+            "/airflow/scale-tests/api/trend",
+            params={"node_count": 500, "test": FILL, "detail": "time", "last": "2"},
+        ).json()["points"][0]["run_id"]
+        == RUN_IDS[1]
+    )
+
+
+def test_a_missing_metric_is_a_404(client: TestClient) -> None:
+    answer = client.get(
+        f"/airflow/scale-tests/api/runs/{RUN_IDS[0]}/metric", params={"scenario": "s", "name": "q"}
+    )
+    assert answer.status_code == 404
+
+
+def test_every_page_and_its_data_asks_the_authorization(store: CountingStore) -> None:
+    def refuse() -> None:
+        raise HTTPException(status_code=403, detail="Forbidden")
+
+    with _client(store, authorization=refuse) as client:
+        for path in (
+            "/airflow/scale-tests/",
+            "/airflow/scale-tests/runs",
+            f"/airflow/scale-tests/runs/{RUN_IDS[0]}",
+            f"/airflow/scale-tests/runs/{RUN_IDS[0]}/objects/results.json",
+            "/airflow/scale-tests/trends",
+            "/airflow/scale-tests/api/trend?node_count=500&test=t&detail=d",
+            f"/airflow/scale-tests/api/runs/{RUN_IDS[0]}/metric?scenario=s&name=q",
+        ):
+            assert client.get(path).status_code == 403, path
+        # Like Airflow's own assets, the page's script is not behind the login.
+        assert client.get("/airflow/scale-tests/static/views.js").status_code == 200
+    assert store.reads == {}, "nothing is read for a refused user"
+
+
+def test_an_unreadable_history_is_a_page_that_says_why(store: CountingStore, client: TestClient) -> None:
+    store.objects["Public/manifest.json"] = b'{"runs": 3}'
+    answer = client.get("/airflow/scale-tests/runs")
+    assert answer.status_code == 502
+    assert "Public/manifest.json is not a manifest" in answer.text
+
+
+def test_without_the_chart_library_the_pages_say_how_to_build_it(
+    store: CountingStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(app_module, "CHART_LIBRARY", tmp_path / "echarts.min.js")
+    with _client(store) as client:
+        page = client.get("/airflow/scale-tests/runs").text
+    assert "<code>make view-assets</code>" in page
+    assert f'data-run-id="{RUN_IDS[0]}"' in page, "the tables work without it"
