@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from kai_scale.verdicts.comparison import compare_runs
+from kai_scale.verdicts.document import verdicts_by_test
 from kai_scale.verdicts.history import HistoricRun, previous_runs
 from kai_scale.verdicts.thresholds import evaluate_thresholds
 from kai_scale.verdicts.values import DetailValueError
@@ -101,4 +102,14 @@ def test_each_scenario_is_compared_with_the_newest_run_it_produced_results_in() 
         "fill": "r2",
         "reclaim": "r4",
         "topology": None,
+    }
+
+
+def test_a_breach_makes_that_tests_verdict_threshold() -> None:
+    findings = evaluate_thresholds(
+        thresholds=[{"test_name": "Fill", "detail": "time", "max": "6m"}], tests=TESTS, where="s.yaml"
+    )
+    assert verdicts_by_test(tests=TESTS, thresholds=findings, regressions=[]) == {
+        "Fill": "threshold",
+        "reclaim": "failure",
     }

@@ -32,6 +32,24 @@ def overall_verdict(
     return "pass"
 
 
+def verdicts_by_test(
+    *,
+    tests: Sequence[Mapping[str, Any]],
+    thresholds: Sequence[ThresholdFinding],
+    regressions: Sequence[RegressionFinding],
+) -> dict[str, Verdict]:
+    """Each test entry's own verdict, by the same order of worse as the run's."""
+    verdicts: dict[str, Verdict] = {}
+    for test in tests:
+        name = str(test.get("test_name"))
+        verdicts[name] = overall_verdict(
+            tests=[test],
+            thresholds=[f for f in thresholds if f.test_name == name],
+            regressions=[f for f in regressions if f.test_name == name],
+        )
+    return verdicts
+
+
 def verdicts_document(
     *,
     run_id: str,
@@ -76,6 +94,8 @@ def verdicts_document(
         "run_id": run_id,
         "node_count": node_count,
         "verdict": overall_verdict(tests=tests, thresholds=thresholds, regressions=regressions),
+        # A threshold on a test the run did not produce has no entry here: it is in reasons.
+        "test_verdicts": verdicts_by_test(tests=tests, thresholds=thresholds, regressions=regressions),
         "reasons": reasons,
         # What the verdicts found beyond failed tests (breaches, thresholds on nothing, regressions).
         "findings": findings,
