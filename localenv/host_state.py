@@ -79,7 +79,8 @@ class HostSnapshot:
         return cls(
             sysctls=dict(raw["sysctls"]),
             nft_chains={table: list(chains) for table, chains in raw["nft_chains"].items()},
-            nft_ruleset=str(raw["nft_ruleset"]),
+            # Absent from a snapshot an older localenv saved: down must still restore that machine.
+            nft_ruleset=str(raw.get("nft_ruleset", "")),
             existing_paths=list(raw["existing_paths"]),
         )
 
