@@ -19,7 +19,6 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -196,6 +195,8 @@ def _bucket_at(endpoint: str) -> Iterator[str]:
     """A bucket of its own at ``endpoint``, reached through the Airflow connection as the view reaches it."""
     import boto3  # noqa: PLC0415
 
+    from localenv.environment import scratch_bucket  # noqa: PLC0415
+
     credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
     os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
         {
@@ -205,16 +206,8 @@ def _bucket_at(endpoint: str) -> Iterator[str]:
             "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
         }
     )
-    s3 = boto3.client("s3", endpoint_url=endpoint, **credentials)
-    bucket = f"kai-scale-bench-{uuid.uuid4().hex[:8]}"
-    s3.create_bucket(Bucket=bucket)
-    try:
+    with scratch_bucket(boto3.client("s3", endpoint_url=endpoint, **credentials)) as bucket:
         yield bucket
-    finally:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for item in page.get("Contents", []):
-                s3.delete_object(Bucket=bucket, Key=item["Key"])
-        s3.delete_bucket(Bucket=bucket)
 
 
 def main() -> None:

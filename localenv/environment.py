@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -405,19 +405,9 @@ class LocalEnvironment:
             region_name=settings.S3_REGION,
         )
 
-    @contextmanager
-    def scratch_bucket(self) -> Iterator[str]:
+    def scratch_bucket(self) -> AbstractContextManager[str]:
         """A bucket of its own (``kai-scale-bench-<random>``) for a benchmark; deleted with its objects."""
-        s3 = self.s3_client()
-        bucket = f"kai-scale-bench-{uuid.uuid4().hex[:8]}"
-        s3.create_bucket(Bucket=bucket)
-        try:
-            yield bucket
-        finally:
-            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-                for item in page.get("Contents", []):
-                    s3.delete_object(Bucket=bucket, Key=item["Key"])
-            s3.delete_bucket(Bucket=bucket)
+        return scratch_bucket(self.s3_client())
 
     def _create_bucket(self) -> None:
         s3 = self.s3_client()
@@ -524,6 +514,20 @@ class LocalEnvironment:
             exports["KAI_SCALE_RUNNER_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
             exports["KAI_SCALE_RUNNER_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
         return exports
+
+
+@contextmanager
+def scratch_bucket(s3: Any) -> Iterator[str]:
+    """A bucket of its own (``kai-scale-bench-<random>``) on the S3 client's endpoint; deleted after."""
+    bucket = f"kai-scale-bench-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    try:
+        yield bucket
+    finally:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for item in page.get("Contents", []):
+                s3.delete_object(Bucket=bucket, Key=item["Key"])
+        s3.delete_bucket(Bucket=bucket)
 
 
 def _remove_state(home: Path, *, keep: Path | None) -> None:
