@@ -23,12 +23,14 @@ from typing import Any
 
 import yaml
 
-from localenv import processes, settings
+from localenv import kai, processes, settings
 from localenv.charts import ChartPusher, vendor_dir
+from localenv.kai import BuiltImages
 from localenv.node import (
     COREDNS_IMAGE,
     KUBERNETES_SERVICE_IP,
     PAUSE_IMAGE,
+    SYSTEM_NODE_LABEL,
     SYSTEM_NODE_TAINT,
     NodeConfig,
     RealNode,
@@ -163,6 +165,9 @@ class LocalEnvironment:
             raise ValueError(f"node count must be >= 0, got {node_count}")
         self._check_binaries()
         if self.is_up():
+            if self.config.real_node:
+                # The sources may have changed since it started: images.sh rebuilds only what did.
+                self._install_from_source(self.registry())
             self.scale_node_pool(node_count)
             print(f"local environment already running (state in {self.config.home})")
             return
@@ -317,7 +322,6 @@ class LocalEnvironment:
             ),
         ):
             registry.push_static_image(image)
-        self._build_and_push_runner_image(registry)
         ChartPusher(
             helm=self.config.helm_dir / "helm",
             registry=registry.address,
@@ -327,6 +331,46 @@ class LocalEnvironment:
         self.node().start(kubectl=self.kubectl)
         self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
         self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
+        self._install_from_source(registry)
+
+    def _install_from_source(self, registry: LocalRegistry) -> None:
+        """The runner's and KAI's images built from source and pushed; KAI installed if configured."""
+        self._build_and_push_images(registry)
+        if self.config.kai:
+            self.install_kai()
+
+    def install_kai(self) -> None:
+        """KAI from the chart of the source its images were built from (a no-op when installed so)."""
+        kai.install(
+            self.built_images(),
+            helm=self.config.helm_dir / "helm",
+            kubeconfig=self.config.kubeconfig,
+            kubectl=self.kubectl,
+            logs_dir=self.config.logs_dir,
+            node_selector={SYSTEM_NODE_LABEL: SYSTEM_NODE_TAINT["value"]},
+            tolerations=[SYSTEM_NODE_TAINT],
+        )
+
+    def uninstall_kai(self) -> None:
+        """Remove KAI and everything it added to the cluster, its CRDs included."""
+        kai.uninstall(
+            self.built_images(),
+            helm=self.config.helm_dir / "helm",
+            kubeconfig=self.config.kubeconfig,
+            kubectl=self.kubectl,
+        )
+
+    def built_images(self) -> BuiltImages:
+        """What localenv/images.sh last pushed for this environment."""
+        if not self._images_record.exists():
+            raise ComponentError(
+                f"no images built for this environment ({self._images_record}): run `make local-up`"
+            )
+        return BuiltImages.parse(self._images_record.read_text())
+
+    @property
+    def _images_record(self) -> Path:
+        return self.config.home / "images.env"
 
     def _stages(self) -> str:
         module = _kwok_module_dir()
@@ -376,18 +420,21 @@ class LocalEnvironment:
                 alive=lambda name=name: processes.running_pid(name=name, run_dir=config.run_dir) is not None,  # type: ignore[misc]
             )
 
-    def _build_and_push_runner_image(self, registry: LocalRegistry) -> None:
-        """The runner image from docker/runner/Dockerfile (localenv/images.sh; cached, then only pushed)."""
+    def _build_and_push_images(self, registry: LocalRegistry) -> None:
+        """The runner's and KAI's images from source (localenv/images.sh; cached, then only pushed)."""
         log_path = self.config.logs_dir / "images.log"
         with log_path.open("ab") as log:
             result = subprocess.run(
                 [str(Path(__file__).with_name("images.sh")), registry.address],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=subprocess.PIPE,
+                stderr=log,
                 check=False,
             )
+            log.write(result.stdout)
         if result.returncode != 0:
-            raise ComponentError(f"images: building or pushing the runner image failed; see {log_path}")
+            raise ComponentError(f"images: building or pushing the images from source failed; see {log_path}")
+        BuiltImages.parse(result.stdout.decode())  # checks that it reported everything
+        self._images_record.write_bytes(result.stdout)
 
     def _log(self, name: str) -> str:
         path = self.config.logs_dir / f"{name}.log"

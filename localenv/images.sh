@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds the runner image from docker/runner/Dockerfile without Docker and pushes it to an OCI
-# registry: with buildah, on base images made
-# from Debian packages by mmdebstrap, its suite compiled from a KAI source tree. Every step runs once,
-# keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
+# Builds the images the local environment makes from source and pushes them to an OCI registry,
+# without Docker: with buildah, on base images made from Debian packages by mmdebstrap, from a KAI
+# source tree:
+# - the runner image (docker/runner/Dockerfile), its suite compiled from that tree;
+# - KAI's own images (docker/kai/Dockerfile): its services and the chart's crd-upgrader hook image.
+# Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
 #
-# Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP); prints the pushed references
-#        The image keeps its upstream name under the registry, <registry>/ghcr.io/kai-scale-pipeline/runner:<KAI_REF>,
-#        where the local node's containerd looks for ghcr.io's images.
+# Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP)
+#        Images keep their upstream names under the registry, e.g.
+#        <registry>/ghcr.io/kai-scale-pipeline/runner:<KAI_REF>, where the local node's containerd looks
+#        for ghcr.io's images. Prints what it pushed, one key=value per line (see the end).
 # Env:   KAI_LOCALENV_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
 #        KAI_SOURCE           KAI's source: a git checkout, or a `git archive` tarball of a commit
 #                             (default: the snapshot in ../shared/vendor beside the repository)
@@ -27,6 +30,8 @@ log_dir="$cache_root/build-logs"
 
 # The runner's repository: the pipeline's default KAI_SCALE_RUNNER_IMAGE.
 RUNNER_IMAGE="ghcr.io/kai-scale-pipeline/runner"
+# Where KAI publishes its images (its README's install); here they are tagged with the commit built.
+KAI_IMAGE_REPOSITORY="ghcr.io/kai-scheduler/kai-scheduler"
 KAI_SOURCE="${KAI_SOURCE:-$(dirname "$repo")/shared/vendor/kai-scheduler-d5bc503a1463.tar.gz}"
 KAI_REF="${KAI_REF:-main}"
 # The Go of the suite's build base (KAI's go.mod asks for at least its `go` line), from the module proxy.
@@ -278,10 +283,85 @@ push_runner() { # <local image>
   echo "$target@$(cat "$digest_file")"
 }
 
+# --- KAI's own images ---
+
+# KAI's services, each an image of one static binary (docker/kai/Dockerfile's `service`). KAI's Makefile
+# builds them with cgo; without it they build static for the Debian base (resourcereservation needs cgo
+# and runs only on GPU nodes, which are KWOK's here: not built).
+KAI_SERVICES=(scheduler binder podgrouper podgroupcontroller queuecontroller admission operator)
+KAI_VERSION_PKG="github.com/kai-scheduler/KAI-scheduler/pkg/scheduler/version"
+
+check_kai_source() { # <KAI source dir>
+  local missing=() path
+  for path in go.mod deployments/kai-scheduler/Chart.yaml deployments/kai-scheduler/crds \
+    deployments/crd-upgrader/apply-crds.sh NOTICE "${KAI_SERVICES[@]/#/cmd/}"; do
+    [[ -e "$1/$path" ]] || missing+=("$path")
+  done
+  ((${#missing[@]} == 0)) ||
+    fail "$KAI_SOURCE is not a KAI source tree: no ${missing[*]} in $1 (KAI_SOURCE must be a KAI checkout or a \`git archive\` of one)"
+}
+
+build_kai_binaries() { # <KAI source dir> <commit> <out dir>
+  local ldflags="-s -w -X $KAI_VERSION_PKG.gitCommit=$2 -X $KAI_VERSION_PKG.gitVersion=${2:0:12}"
+  ldflags+=" -X $KAI_VERSION_PKG.gitTreeState=clean -X $KAI_VERSION_PKG.buildDate=1970-01-01T00:00:00Z"
+  (cd "$1" && CGO_ENABLED=0 GOFLAGS=-mod=mod GONOSUMDB="$KAI_GONOSUMDB" \
+    go build -trimpath -ldflags "$ldflags" -o "$3/" "${KAI_SERVICES[@]/#/./cmd/}")
+  # The hook image's kubectl: the one localenv/build.sh built from the Kubernetes module.
+  cp -L "$cache_root/bin/current/kubectl" "$3/kubectl"
+}
+
+kai_binaries() { # <KAI source dir> <commit>: prints the directory of the binaries and a kubectl
+  local dir
+  [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
+  dir="$images_root/kai-bin/${2:0:12}-$(go env GOVERSION)"
+  cached_step "kai-${2:0:12}" "$dir" operator build_kai_binaries "$1" "$2" "$dir.tmp"
+  echo "$dir"
+}
+
+kai_base() {
+  debian_base kai-base "localhost/kai-scale-pipeline/kai-base:$DEBIAN_SUITE-$(base_key </dev/null)" -- 
+}
+
+# Builds docker/kai/Dockerfile's <target> as <image> (once) and pushes it as <reference>.
+kai_image() { # <target> <name> <KAI source dir> <binaries dir> <base> <reference> [build args...]
+  local target="$1" name="$2" source="$3" binaries="$4" base="$5" reference="$6" key image
+  shift 6
+  key="$({ cat "$repo/docker/kai/Dockerfile"; printf '%s\n' "$binaries" "$base" "$@"; buildah --version
+    sha256sum "$binaries/"*; } | sha256sum | cut -c1-12)"
+  image="localhost/kai-scale-pipeline/kai-$name:$key"
+  if ! image_exists "$image"; then
+    in_store build --format docker --isolation chroot --pull=never \
+      --build-context "kai-source=$source" --build-context "kai-bin=$binaries" \
+      --build-arg "BASE_IMAGE=$base" "${@/#/--build-arg=}" --target "$target" \
+      --tag "$image" --file "$repo/docker/kai/Dockerfile" "$repo/docker/kai" >>"$log_dir/kai-images.log" 2>&1 ||
+      fail "building KAI's $name image failed; see $log_dir/kai-images.log"
+    remove_superseded "$image"
+  fi
+  in_store push --quiet --tls-verify=false "$image" "docker://$registry/$reference" >&2 ||
+    fail "pushing $image to $registry/$reference failed"
+}
+
+kai_images() { # <KAI source dir> <commit>
+  local binaries base service tag="${2:0:12}"
+  binaries="$(kai_binaries "$1" "$2")"
+  base="$(kai_base)"
+  for service in "${KAI_SERVICES[@]}"; do
+    kai_image service "$service" "$1" "$binaries" "$base" "$KAI_IMAGE_REPOSITORY/$service:$tag" "SERVICE=$service"
+  done
+  kai_image crd-upgrader crd-upgrader "$1" "$binaries" "$base" "$KAI_IMAGE_REPOSITORY/crd-upgrader:$tag"
+}
+
 commit="$(kai_commit_of_source)"
 source_dir="$(kai_source_dir "$commit")"
+check_kai_source "$source_dir"
 check_go_version "$source_dir"
+kai_images "$source_dir" "$commit"
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
-push_runner "$runner"
+# What was pushed, for localenv/kai.py (one key=value per line).
+echo "runner=$(push_runner "$runner")"
+echo "kai_commit=$commit"
+echo "kai_source=$source_dir"
+echo "kai_image_repository=$KAI_IMAGE_REPOSITORY"
+echo "kai_image_tag=${commit:0:12}"

@@ -47,3 +47,20 @@ def test_a_ref_that_cannot_be_a_tag_is_refused(tmp_path: Path) -> None:
     result = _run("127.0.0.1:5000", KAI_REF="feature/x", KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
     assert result.returncode == 1
     assert "KAI_REF 'feature/x' cannot be an image tag" in result.stderr
+
+
+def test_a_source_tree_that_is_not_kais_is_named(tmp_path: Path) -> None:
+    """A directory with a go.mod but no KAI chart, CRDs or services: refused before any build."""
+    source = tmp_path / "not-kai"
+    source.mkdir()
+    (source / "go.mod").write_text("module example.com/not-kai\n\ngo 1.26\n")
+    result = _run(
+        "127.0.0.1:5000",
+        KAI_SOURCE=str(source),
+        KAI_COMMIT="0" * 40,
+        KAI_LOCALENV_CACHE=str(tmp_path / "cache"),
+    )
+    assert result.returncode == 1
+    assert f"{source} is not a KAI source tree: no deployments/kai-scheduler/Chart.yaml" in result.stderr
+    assert "cmd/scheduler" in result.stderr
+    assert not (tmp_path / "cache" / "images" / "kai-bin").exists()

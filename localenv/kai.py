@@ -1,0 +1,191 @@
+"""KAI installed as a cluster admin installs it, from KAI source.
+
+``localenv/images.sh`` builds KAI's images from the source tree (``KAI_SOURCE``) and pushes them to
+the local registry under KAI's release repository, tagged with the commit; this module installs the
+chart of the same tree with ``helm upgrade -i`` and waits until KAI's operator reports its services
+available. The operator runs them as pods on the system node, as a cluster's system pods run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from localenv.processes import ComponentError
+
+RELEASE = "kai-scheduler"
+NAMESPACE = "kai-scheduler"
+CHART_IN_SOURCE = Path("deployments") / "kai-scheduler"
+# KAI's operator reports on its Config object whether every service it runs is available.
+CONFIG = "configs.kai.scheduler/kai-config"
+# Made by the chart for the binder's GPU reservation pods, and kept by helm on uninstall.
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+READY_TIMEOUT_SECONDS = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuiltImages:
+    """What localenv/images.sh pushed (its last lines, ``key=value``)."""
+
+    runner: str
+    """The runner image, ``<registry>/<repository>:<tag>@<digest>``."""
+    kai_commit: str
+    kai_source: Path
+    """The KAI source tree the images were built from: its chart is installed."""
+    kai_image_repository: str
+    kai_image_tag: str
+
+    @classmethod
+    def parse(cls, output: str) -> BuiltImages:
+        """Read images.sh's output; a missing key is a ComponentError naming it."""
+        values = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+        keys = ("runner", "kai_commit", "kai_source", "kai_image_repository", "kai_image_tag")
+        missing = [key for key in keys if not values.get(key)]
+        if missing:
+            raise ComponentError(f"images: localenv/images.sh did not report {', '.join(missing)}")
+        return cls(
+            runner=values["runner"],
+            kai_commit=values["kai_commit"],
+            kai_source=Path(values["kai_source"]),
+            kai_image_repository=values["kai_image_repository"],
+            kai_image_tag=values["kai_image_tag"],
+        )
+
+
+def chart_values(
+    images: BuiltImages, *, node_selector: dict[str, str], tolerations: list[dict[str, str]]
+) -> str:
+    """The chart's values: KAI's images as built, its pods on the system node."""
+    values: dict[str, Any] = {
+        "global": {
+            "registry": images.kai_image_repository,
+            "tag": images.kai_image_tag,
+            "nodeSelector": node_selector,
+            "tolerations": tolerations,
+        }
+    }
+    return yaml.safe_dump(values)
+
+
+def install(
+    images: BuiltImages,
+    *,
+    helm: Path,
+    kubeconfig: Path,
+    kubectl: Callable[..., str],
+    logs_dir: Path,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, str]],
+) -> None:
+    """``helm upgrade -i`` KAI's chart, then wait for the operator to report KAI available.
+
+    Raises ComponentError naming what failed and the log to read.
+    """
+    chart = images.kai_source / CHART_IN_SOURCE
+    log_path = logs_dir / "kai.log"
+    values = chart_values(images, node_selector=node_selector, tolerations=tolerations)
+    if _deployed_values(helm, kubeconfig) == yaml.safe_load(values):
+        _wait_available(kubectl, log_path)  # already installed from this build
+        return
+    values_path = logs_dir / "kai-values.yaml"
+    values_path.write_text(values)
+    argv = [
+        str(helm),
+        "upgrade",
+        "--install",
+        RELEASE,
+        str(chart),
+        f"--namespace={NAMESPACE}",
+        "--create-namespace",
+        f"--kubeconfig={kubeconfig}",
+        f"--values={values_path}",
+        # The hooks (CRD upgrade, kai-config) run as jobs: helm waits for them and the operator.
+        "--wait",
+        "--wait-for-jobs",
+        f"--timeout={READY_TIMEOUT_SECONDS}s",
+    ]
+    with log_path.open("a") as log:
+        log.write(f"$ {' '.join(argv)}\n")
+        log.flush()
+        result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if result.returncode != 0:
+        _write_diagnostics(kubectl, log_path)
+        raise ComponentError(
+            f"KAI: helm could not install the chart {chart} at {images.kai_commit[:12]} "
+            f"(exit {result.returncode}); see {log_path}"
+        )
+    _wait_available(kubectl, log_path)
+
+
+def _deployed_values(helm: Path, kubeconfig: Path) -> Any:
+    """The values of the deployed release, or None when it is not deployed."""
+    common = [RELEASE, f"--namespace={NAMESPACE}", f"--kubeconfig={kubeconfig}", "--output=yaml"]
+    status = subprocess.run([str(helm), "status", *common], capture_output=True, text=True, check=False)
+    if (
+        status.returncode != 0
+        or (yaml.safe_load(status.stdout) or {}).get("info", {}).get("status") != "deployed"
+    ):
+        return None
+    values = subprocess.run([str(helm), "get", "values", *common], capture_output=True, text=True, check=True)
+    return yaml.safe_load(values.stdout)
+
+
+def _wait_available(kubectl: Callable[..., str], log_path: Path) -> None:
+    waited = kubectl(
+        "wait",
+        f"--namespace={NAMESPACE}",
+        "--for=condition=Available=True",
+        f"--timeout={READY_TIMEOUT_SECONDS}s",
+        CONFIG,
+        check=False,
+    )
+    if "condition met" not in waited:
+        _write_diagnostics(kubectl, log_path)
+        raise ComponentError(
+            f"KAI: the operator did not report KAI available within {READY_TIMEOUT_SECONDS} s "
+            f"({_conditions(kubectl)}); see {log_path}"
+        )
+
+
+def _conditions(kubectl: Callable[..., str]) -> str:
+    output = kubectl("get", CONFIG, "-o", "jsonpath={.status.conditions}", check=False)
+    return output.strip() or "no conditions reported"
+
+
+def _write_diagnostics(kubectl: Callable[..., str], log_path: Path) -> None:
+    """What the namespace holds and why its pods are not ready, appended to the log."""
+    sections = {
+        "Config kai-config": ("get", CONFIG, "-o", "yaml"),
+        "pods": ("get", "pods", f"--namespace={NAMESPACE}", "-o", "wide"),
+        "pods, described": ("describe", "pods", f"--namespace={NAMESPACE}"),
+        "events": ("get", "events", f"--namespace={NAMESPACE}", "--sort-by=.lastTimestamp"),
+        "containers' logs": (
+            "logs",
+            f"--namespace={NAMESPACE}",
+            "--all-containers",
+            "--prefix",
+            "--tail=50",
+            "--selector=app.kubernetes.io/managed-by=kai-operator",
+        ),
+    }
+    with log_path.open("a") as log:
+        for title, args in sections.items():
+            log.write(f"\n--- {title} ---\n{kubectl(*args, check=False)}")
+
+
+def uninstall(images: BuiltImages, *, helm: Path, kubeconfig: Path, kubectl: Callable[..., str]) -> None:
+    """``helm uninstall``, then what the chart keeps: its CRDs (and so their objects) and namespaces."""
+    argv = [str(helm), "uninstall", RELEASE, f"--namespace={NAMESPACE}", f"--kubeconfig={kubeconfig}"]
+    result = subprocess.run(
+        [*argv, "--ignore-not-found", "--wait"], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise ComponentError(f"KAI: helm uninstall failed: {result.stderr.strip()}")
+    crds = images.kai_source / CHART_IN_SOURCE / "crds"
+    kubectl("delete", f"--filename={crds}", "--recursive", "--ignore-not-found", "--wait=true")
+    kubectl("delete", "namespace", NAMESPACE, RESERVATION_NAMESPACE, "--ignore-not-found", "--wait=true")

@@ -1,0 +1,127 @@
+"""The real KAI, built from source and installed from its chart (localenv/images.sh, localenv/kai.py).
+
+KAI's operator runs KAI's services as pods on the real node, from the images the local registry
+serves; KAI schedules a pod; and the operator really reacts to ``kai-config``, as KAI's scale suite
+relies on when it switches the scheduler off and on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from localenv.environment import LocalEnvironment
+from localenv.kai import NAMESPACE, RESERVATION_NAMESPACE, BuiltImages
+from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
+from tests.waiting import wait_for
+
+# The operator's Deployments, and the service (cmd/<name> in KAI's source) each one runs.
+SERVICES = {
+    "kai-operator": "operator",
+    "kai-scheduler-default": "scheduler",
+    "binder": "binder",
+    "pod-grouper": "podgrouper",
+    "podgroup-controller": "podgroupcontroller",
+    "queue-controller": "queuecontroller",
+    "admission": "admission",
+}
+SCHEDULER_PODS = "app=kai-scheduler-default"
+
+
+@pytest.fixture(scope="module")
+def kai(local_env: LocalEnvironment) -> Iterator[BuiltImages]:
+    """KAI installed; removed again, CRDs included, when this module installed it."""
+    installed_here = not local_env.config.kai
+    local_env.install_kai()
+    yield local_env.built_images()
+    if installed_here:
+        local_env.uninstall_kai()
+        # Nothing of KAI's left to intercept or confuse the other tests: CRDs, webhooks, namespaces.
+        kinds = "crd,validatingwebhookconfigurations,mutatingwebhookconfigurations,namespaces"
+        leftovers = [name for name in local_env.kubectl("get", kinds, "--output=name").split() if _kais(name)]
+        assert not leftovers, f"left behind by uninstall_kai: {leftovers}"
+
+
+def _kais(name: str) -> bool:
+    kind, _, object_name = name.partition("/")
+    if kind.startswith("customresourcedefinition"):
+        return object_name.endswith((".kai.scheduler", ".scheduling.run.ai"))
+    if kind.startswith("namespace"):
+        return object_name in {NAMESPACE, RESERVATION_NAMESPACE}
+    return "kai" in object_name
+
+
+@pytest.fixture(scope="module")
+def apps(api_client: client.ApiClient) -> client.AppsV1Api:
+    return client.AppsV1Api(api_client)
+
+
+def test_the_operator_runs_every_service_on_the_system_node(
+    kai: BuiltImages, apps: client.AppsV1Api, core: client.CoreV1Api
+) -> None:
+    deployments = {d.metadata.name: d for d in apps.list_namespaced_deployment(NAMESPACE).items}
+    assert set(SERVICES) <= set(deployments), f"missing: {sorted(set(SERVICES) - set(deployments))}"
+    for name, service in SERVICES.items():
+        deployment = deployments[name]
+        image = deployment.spec.template.spec.containers[0].image
+        assert image == f"{kai.kai_image_repository}/{service}:{kai.kai_image_tag}"
+        assert (deployment.status.available_replicas or 0) >= 1, f"{name} is not available"
+    pods = core.list_namespaced_pod(NAMESPACE).items
+    assert {pod.spec.node_name for pod in pods if pod.status.phase == "Running"} == {NODE_NAME}
+    assert kai.kai_image_tag == kai.kai_commit[:12]
+
+
+def test_kai_schedules_a_pod_onto_the_node(kai: BuiltImages, core: client.CoreV1Api, namespace: str) -> None:
+    name = f"scheduled-by-kai-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": name, "labels": {"kai.scheduler/queue": "default-queue"}},
+            "spec": {
+                "schedulerName": "kai-scheduler",
+                "nodeSelector": {SYSTEM_NODE_LABEL: SYSTEM_NODE_TAINT["value"]},
+                "tolerations": [SYSTEM_NODE_TAINT],
+                "containers": [
+                    {"name": "pause", "image": PAUSE_IMAGE, "resources": {"requests": {"cpu": "10m"}}}
+                ],
+            },
+        },
+    )
+    pod = wait_for(
+        lambda: (p := core.read_namespaced_pod(name, namespace)).status.phase == "Running" and p,
+        timeout=60,
+        what=f"KAI to schedule {name} and the node to run it",
+    )
+    assert pod.spec.node_name == NODE_NAME
+    events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    assert "Bound" in {event.reason for event in events}, "KAI's binder binds the pod"
+
+
+def test_the_operator_stops_and_starts_the_scheduler(
+    kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api
+) -> None:
+    """What KAI's suite does between its specs: kai-config's scheduler switched off, then on."""
+
+    def scheduler_pods() -> list[client.V1Pod]:
+        return list(core.list_namespaced_pod(NAMESPACE, label_selector=SCHEDULER_PODS).items)
+
+    def set_scheduler(enabled: bool) -> None:
+        patch = f'{{"spec":{{"scheduler":{{"service":{{"enabled":{str(enabled).lower()}}}}}}}}}'
+        local_env.kubectl("patch", "configs.kai.scheduler", "kai-config", "--type=merge", f"--patch={patch}")
+
+    set_scheduler(False)
+    try:
+        wait_for(lambda: not scheduler_pods(), timeout=90, what="the operator to remove the scheduler's pods")
+    finally:
+        set_scheduler(True)
+    wait_for(
+        lambda: any(
+            pod.status.phase == "Running" and all(c.ready for c in pod.status.container_statuses or [])
+            for pod in scheduler_pods()
+        ),
+        timeout=120,
+        what="the operator to start the scheduler again",
+    )
