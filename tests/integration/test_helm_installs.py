@@ -23,6 +23,7 @@ from kubernetes import client
 
 from kai_scale.cluster import helm
 from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster.sources import Sources
 from kai_scale.hooks.cluster import ClusterHook
 from localenv.environment import LocalEnvironment
 from tests.conftest import REPO
@@ -128,7 +129,9 @@ def test_fake_gpu_operator_is_installed_with_its_values_and_trimmed(
     }
     cluster = ClusterHook(conn_id="kubernetes_default")
 
-    lines = cluster_setup.install_fake_gpu_operator(cluster, installs=installs, include_dir=REPO / "include")
+    lines = cluster_setup.install_fake_gpu_operator(
+        cluster, installs=installs, sources=Sources(), include_dir=REPO / "include"
+    )
 
     assert lines == [
         "fake-gpu-operator 0.0.73 installed",
@@ -139,7 +142,9 @@ def test_fake_gpu_operator_is_installed_with_its_values_and_trimmed(
     assert topology.data == {"gpuCount": "8"}, "the --set value reached the chart"
     remaining = client.AppsV1Api(api_client).list_namespaced_deployment(release_namespace).items
     assert [d.metadata.name for d in remaining] == ["status-updater"]
-    again = cluster_setup.install_fake_gpu_operator(cluster, installs=installs, include_dir=REPO / "include")
+    again = cluster_setup.install_fake_gpu_operator(
+        cluster, installs=installs, sources=Sources(), include_dir=REPO / "include"
+    )
     assert again == [
         "fake-gpu-operator 0.0.73 up to date",
         "deployment nvidia-dcgm-exporter: absent",
@@ -168,8 +173,8 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
     charts = _monitoring_charts(tmp_path, release_namespace)
     cluster = ClusterHook(conn_id="kubernetes_default")
 
-    first = cluster_setup.install_monitoring(cluster, installs={"charts": charts})
-    second = cluster_setup.install_monitoring(cluster, installs={"charts": charts})
+    first = cluster_setup.install_monitoring(cluster, installs={"charts": charts}, sources=Sources())
+    second = cluster_setup.install_monitoring(cluster, installs={"charts": charts}, sources=Sources())
 
     assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
     assert second == ["kube-prometheus-stack 62.7.0 up to date", "pyroscope 1.12.0 up to date"]
@@ -219,7 +224,7 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
             "charts": {"fake-gpu-operator": {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}}
         }
         lines = cluster_setup.install_fake_gpu_operator(
-            cluster, installs=installs, include_dir=REPO / "include"
+            cluster, installs=installs, sources=Sources(), include_dir=REPO / "include"
         )
         assert lines == ["fake-gpu-operator 0.0.73 installed"], f"gpuCount={gpus} is applied"
     topology = client.CoreV1Api(api_client).read_namespaced_config_map("topology", release_namespace)
@@ -246,7 +251,9 @@ def test_helm_uses_the_connections_cluster_context(
     monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    lines = cluster_setup.install_monitoring(ClusterHook(conn_id="kube_context"), installs={"charts": charts})
+    lines = cluster_setup.install_monitoring(
+        ClusterHook(conn_id="kube_context"), installs={"charts": charts}, sources=Sources()
+    )
 
     assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
     assert set(_releases(release_namespace)) == {"kube-prometheus-stack", "pyroscope"}

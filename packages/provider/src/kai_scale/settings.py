@@ -15,6 +15,7 @@ from datetime import timedelta
 from email.utils import parseaddr
 from pathlib import Path
 
+from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, SourceMirrorsError, Sources
 from kai_scale_model.durations import parse_duration
 
 DEFAULT_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner"
@@ -160,6 +161,13 @@ def _tolerations(name: str) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
+def _source_mirrors() -> Sources:
+    try:
+        return Sources.parse(_optional(SOURCE_MIRRORS_VARIABLE))
+    except SourceMirrorsError as error:
+        raise SettingsError(str(error)) from None
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResultsLocation:
     """Where published results are: what the pipeline writes and the trend view reads, from one place."""
@@ -208,6 +216,8 @@ class PipelineSettings:
     """``KAI_SCALE_RUNNER_TOLERATIONS``: taints of those nodes that the runner pods tolerate."""
     include_dir: Path
     """The ``include/`` directory: scenarios and manifests."""
+    source_mirrors: Sources
+    """``KAI_SCALE_SOURCE_MIRRORS``: mirrors of the charts and manifests the setup installs."""
     retry_delay_seconds: int
     """Delay before a setup or teardown task is retried."""
     alerts: AlertSettings
@@ -241,6 +251,7 @@ class PipelineSettings:
             runner_node_selector=_node_selector("KAI_SCALE_RUNNER_NODE_SELECTOR"),
             runner_tolerations=_tolerations("KAI_SCALE_RUNNER_TOLERATIONS"),
             include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", default_include_dir)),
+            source_mirrors=_source_mirrors(),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
             alerts=AlertSettings.from_environment(),
         )

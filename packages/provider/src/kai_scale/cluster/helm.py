@@ -33,6 +33,8 @@ class Chart:
     """Chart repository URL, when the chart is not an OCI reference."""
     values: Mapping[str, str] | None = None
     """``--set`` values."""
+    plain_http: bool = False
+    """The chart's OCI registry speaks plain HTTP (a mirror: see kai_scale.cluster.sources)."""
 
     @property
     def name(self) -> str:
@@ -76,6 +78,8 @@ def upgrade_install_argv(*, chart: Chart, target: HelmTarget) -> list[str]:
     ]
     if chart.repo:
         argv += ["--repo", chart.repo]
+    if chart.plain_http:
+        argv.append("--plain-http")
     for key, value in sorted((chart.values or {}).items()):
         argv += ["--set", f"{key}={value}"]
     return argv + target.args()

@@ -17,6 +17,7 @@ import yaml
 from kubernetes.utils import parse_quantity
 
 from kai_scale.cluster import helm
+from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import labels
 
@@ -145,27 +146,30 @@ def load_manifest(include_dir: Path, name: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all((include_dir / "manifests" / name).read_text()) if doc]
 
 
-def _fetch_manifests(urls: list[str]) -> list[dict[str, Any]]:
+def _fetch_manifests(urls: list[str], *, sources: Sources) -> list[dict[str, Any]]:
     documents: list[dict[str, Any]] = []
     for url in urls:
+        source = sources.resolve(url)
+        where = url if source.reference == url else f"{source.reference} (the mirror of {url})"
         try:
-            with urllib.request.urlopen(url, timeout=60) as response:
+            with urllib.request.urlopen(source.reference, timeout=60) as response:
                 documents += [d for d in yaml.safe_load_all(response.read()) if d]
         except OSError as error:
             raise SetupError(
-                f"cannot download {url}: {error}; the worker needs to reach it to install it"
+                f"cannot download {where}: {error}; the worker needs to reach it to install it "
+                f"(or a mirror of it: {SOURCE_MIRRORS_VARIABLE})"
             ) from error
     return documents
 
 
-def install_kwok(cluster: ClusterHook, *, installs: dict[str, Any]) -> list[str]:
+def install_kwok(cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources) -> list[str]:
     """KWOK and its fast stages, without the stages KAI's setup removes (pod-complete)."""
     kwok = installs["kwok"]
     lines = []
     if cluster.crd_exists(STAGE_CRD):
         lines.append("KWOK already installed")
     else:
-        applied = cluster.apply(_fetch_manifests(kwok["manifests"]))
+        applied = cluster.apply(_fetch_manifests(kwok["manifests"], sources=sources))
         lines.append(f"installed KWOK {kwok['version']}: {len(applied)} objects")
     for stage in kwok["delete_stages"]:
         deleted = cluster.delete(api_version="kwok.x-k8s.io/v1alpha1", kind="Stage", name=stage)
@@ -179,13 +183,13 @@ def prepare_runner_access(cluster: ClusterHook, *, include_dir: Path) -> list[st
 
 
 def size_node_pool(
-    cluster: ClusterHook, *, installs: dict[str, Any], include_dir: Path, node_count: int
+    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, include_dir: Path, node_count: int
 ) -> list[str]:
     """kwok-operator (if missing) and managed-nodepool at ``node_count``; remembers the count to restore."""
     lines = []
     if not cluster.crd_exists(NODEPOOL_CRD):
         operator = installs["kwok_operator"]
-        cluster.apply(_fetch_manifests(operator["manifests"]))
+        cluster.apply(_fetch_manifests(operator["manifests"], sources=sources))
         lines.append(f"installed kwok-operator {operator['version']}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})
@@ -201,19 +205,21 @@ def size_node_pool(
     return lines
 
 
-def _chart(release: str, spec: dict[str, Any]) -> helm.Chart:
+def _chart(release: str, spec: dict[str, Any], *, sources: Sources) -> helm.Chart:
+    source = sources.resolve(spec["chart"])
     return helm.Chart(
         release=release,
-        chart=spec["chart"],
+        chart=source.reference,
         version=str(spec["version"]),
         namespace=spec["namespace"],
         repo=spec.get("repo"),
         values={k: str(v) for k, v in (spec.get("set") or {}).items()},
+        plain_http=source.plain_http,
     )
 
 
 def install_fake_gpu_operator(
-    cluster: ClusterHook, *, installs: dict[str, Any], include_dir: Path
+    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, include_dir: Path
 ) -> list[str]:
     """The fake GPU operator (reports GPUs on KWOK nodes), when neither it nor a GPU source is there."""
     spec = installs["charts"]["fake-gpu-operator"]
@@ -236,7 +242,7 @@ def install_fake_gpu_operator(
             f"install helm on the worker or install the chart {spec['chart']} {spec['version']} by hand"
         )
     with cluster.helm_target() as target:
-        changed = helm.ensure_release(_chart("fake-gpu-operator", spec), target=target)
+        changed = helm.ensure_release(_chart("fake-gpu-operator", spec, sources=sources), target=target)
     lines = [f"fake-gpu-operator {spec['version']} {'installed' if changed else 'up to date'}"]
     for deployment in spec.get("delete_deployments") or []:
         deleted = cluster.delete(
@@ -246,7 +252,7 @@ def install_fake_gpu_operator(
     return lines
 
 
-def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any]) -> list[str]:
+def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources) -> list[str]:
     """kube-prometheus-stack and Pyroscope, where helm can install them."""
     charts = installs["charts"]
     if not helm.helm_available():
@@ -259,7 +265,7 @@ def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any]) -> lis
     lines = []
     with cluster.helm_target() as target:
         for release in ("kube-prometheus-stack", "pyroscope"):
-            changed = helm.ensure_release(_chart(release, charts[release]), target=target)
+            changed = helm.ensure_release(_chart(release, charts[release], sources=sources), target=target)
             lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")
     return lines
 

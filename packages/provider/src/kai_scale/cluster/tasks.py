@@ -40,7 +40,7 @@ def check_cluster(
 def install_kwok(*, settings: PipelineSettings) -> list[str]:
     """KWOK and its stages (pod-complete removed)."""
     installs = setup.load_installs(settings.include_dir)
-    return _logged(setup.install_kwok(_cluster(settings), installs=installs))
+    return _logged(setup.install_kwok(_cluster(settings), installs=installs, sources=settings.source_mirrors))
 
 
 def prepare_runner_access(*, settings: PipelineSettings) -> list[str]:
@@ -54,6 +54,7 @@ def size_node_pool(*, settings: PipelineSettings, params: Any) -> list[str]:
         setup.size_node_pool(
             _cluster(settings),
             installs=setup.load_installs(settings.include_dir),
+            sources=settings.source_mirrors,
             include_dir=settings.include_dir,
             node_count=params["node_count"],
         )
@@ -66,6 +67,7 @@ def install_fake_gpu_operator(*, settings: PipelineSettings) -> list[str]:
         setup.install_fake_gpu_operator(
             _cluster(settings),
             installs=setup.load_installs(settings.include_dir),
+            sources=settings.source_mirrors,
             include_dir=settings.include_dir,
         )
     )
@@ -74,7 +76,9 @@ def install_fake_gpu_operator(*, settings: PipelineSettings) -> list[str]:
 def install_monitoring(*, settings: PipelineSettings) -> list[str]:
     """kube-prometheus-stack and Pyroscope."""
     installs = setup.load_installs(settings.include_dir)
-    return _logged(setup.install_monitoring(_cluster(settings), installs=installs))
+    return _logged(
+        setup.install_monitoring(_cluster(settings), installs=installs, sources=settings.source_mirrors)
+    )
 
 
 def install_service_monitors(*, settings: PipelineSettings) -> list[str]:
