@@ -554,6 +554,8 @@ class LocalEnvironment:
             "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
             # What the README's Reliability section asks of every deployment (docker-compose sets it too).
             "AIRFLOW__WORKERS__API_RETRIES": "10",
+            # KAI at sizes that fit this environment's one 2-CPU node (include/manifests/kai-tuning/).
+            "KAI_SCALE_KAI_TUNING_PROFILE": "local",
         }
         if config.real_node:
             # The runner pods go where a cluster's system pods go: onto the tainted system node.

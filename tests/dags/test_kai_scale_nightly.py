@@ -157,7 +157,7 @@ def test_a_bad_scenario_file_is_an_import_error_naming_file_and_field(
 ) -> None:
     """A malformed field, or a metric named like one of the profile's (it would crash collect_metrics)."""
     include = tmp_path / "include"
-    shutil.copytree(REPO / "include" / "metrics", include / "metrics")
+    shutil.copytree(REPO / "include", include, ignore=shutil.ignore_patterns("scenarios"))
     (include / "scenarios").mkdir(parents=True)
     header = "name: reclaim\ndescription: d\nrun: {kind: ginkgo, focus: Reclaim}\n"
     (include / "scenarios" / "reclaim.yaml").write_text(header + rest_of_file)
@@ -166,6 +166,38 @@ def test_a_bad_scenario_file_is_an_import_error_naming_file_and_field(
     assert not bag.dags
     (error,) = bag.import_errors.values()
     assert f"scenario file {include}/scenarios/reclaim.yaml: {problem}" in error
+
+
+@pytest.mark.parametrize(
+    ("profile", "text", "problem"),
+    [
+        (
+            "big",
+            None,
+            "KAI_SCALE_KAI_TUNING_PROFILE must name a tuning profile of {tuning}/ (local, scale), got 'big'",
+        ),
+        (
+            "local",
+            "extends: scale\npatches: [{kind: Config}]\n",
+            "tuning profile {tuning}/local.yaml: patches[0]: 'apiVersion' must be a string, got None",
+        ),
+    ],
+)
+def test_a_bad_tuning_profile_is_an_import_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str, text: str | None, problem: str
+) -> None:
+    """An unknown name (a deployment setting) or a broken profile file, before tune_kai would meet it."""
+    include = tmp_path / "include"
+    shutil.copytree(REPO / "include", include)
+    tuning = include / "manifests" / "kai-tuning"
+    if text is not None:
+        (tuning / f"{profile}.yaml").write_text(text)
+    monkeypatch.setenv("KAI_SCALE_INCLUDE_DIR", str(include))
+    monkeypatch.setenv("KAI_SCALE_KAI_TUNING_PROFILE", profile)
+    bag = DagBag(dag_folder=str(REPO / "dags"))
+    assert not bag.dags
+    (error,) = bag.import_errors.values()
+    assert problem.format(tuning=tuning) in error
 
 
 def test_the_teardown_runs_whatever_became_of_the_setup(dag: DAG) -> None:

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from localenv.environment import LocalEnvironment
 from localenv.settings import Ports, Settings
+from tests.conftest import REPO
 
 
 def test_ports_are_overridable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,3 +57,12 @@ def test_bad_node_settings_name_the_variable(
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=f"{name} {message}"):
         Settings.from_environment()
+
+
+@pytest.mark.parametrize("real_node", ["1", "0"])
+def test_the_local_deployment_tunes_kai_to_its_size(monkeypatch: pytest.MonkeyPatch, real_node: str) -> None:
+    """Its one node has 2 CPUs: the scale profile's scheduler alone requests 3."""
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", real_node)
+    exports = LocalEnvironment(Settings.from_environment()).exports()
+    assert exports["KAI_SCALE_KAI_TUNING_PROFILE"] == "local"
+    assert (REPO / "include" / "manifests" / "kai-tuning" / "local.yaml").is_file()

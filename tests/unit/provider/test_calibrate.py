@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,10 +118,12 @@ def test_bad_arguments_are_refused_before_the_bucket_is_read(
 
 
 def _include_with_scenario(tmp_path: Path, text: str) -> Path:
-    scenarios = tmp_path / "include" / "scenarios"
-    scenarios.mkdir(parents=True)
-    (scenarios / "fill.yaml").write_text(text)
-    return scenarios.parent
+    """The shipped include/ (its settings are checked: the tuning profile), with this one scenario."""
+    include = tmp_path / "include"
+    shutil.copytree(REPO / "include", include, ignore=shutil.ignore_patterns("scenarios"))
+    (include / "scenarios").mkdir()
+    (include / "scenarios" / "fill.yaml").write_text(text)
+    return include
 
 
 FILL_SCENARIO = """

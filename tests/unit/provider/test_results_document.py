@@ -3,11 +3,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
-import pytest
-
-from kai_scale.cluster.setup import SetupError, load_kai_tuning
+from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.publishing.results_document import (
     RunMetadata,
     commit_hash,
@@ -114,13 +111,16 @@ def test_a_skipped_scenario_does_not_fail_the_run() -> None:
     assert document["results"]["status"] == "success"
 
 
-def test_service_resources_come_from_the_shipped_kai_tuning() -> None:
-    resources = service_resources(load_kai_tuning(REPO / "include"))
+def test_service_resources_come_from_the_deployments_tuning_profile() -> None:
+    resources = service_resources(load_profile(REPO / "include", "scale").patches)
     assert set(resources) == {"scheduler", "binder", "podGroupController", "queueController", "podGrouper"}
     assert resources["scheduler"] == {
         "requests": {"cpu": "3", "memory": "7Gi"},
         "limits": {"cpu": "5", "memory": "7Gi"},
     }
+    local = service_resources(load_profile(REPO / "include", "local").patches)
+    assert set(local) == set(resources)
+    assert local["scheduler"]["requests"] == {"cpu": "250m", "memory": "1Gi"}
 
 
 def test_focus_of_the_selected_suite_scenarios() -> None:
@@ -168,17 +168,3 @@ def test_commit_is_the_runners_else_the_ref() -> None:
     # Beyond the dashboard's fields, which stay as they were: what the trend view searches.
     assert (without["verdict"], without["failed_scenarios"]) == ("failure", ["reclaim"])
     assert json.loads(json.dumps(without)) == without
-
-
-def test_a_request_above_its_limit_is_refused_naming_the_service(tmp_path: Path) -> None:
-    """KAI's own setup script shipped such a pair; the tuning file is checked when it is loaded."""
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    text = (REPO / "include" / "manifests" / "kai-tuning.yaml").read_text()
-    bad = text.replace("limits: {cpu: 400m, memory: 2500Mi}", "limits: {cpu: 50m, memory: 2500Mi}")
-    assert bad != text
-    (manifests / "kai-tuning.yaml").write_text(bad)
-    with pytest.raises(
-        SetupError, match=r"Config kai-config, binder: cpu request 100m is above its limit 50m"
-    ):
-        load_kai_tuning(tmp_path)

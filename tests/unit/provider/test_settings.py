@@ -12,7 +12,7 @@ from kai_scale.settings import (
     SettingsError,
     Toleration,
 )
-from tests.conftest import ALERT_VARIABLES
+from tests.conftest import ALERT_VARIABLES, REPO
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,7 @@ def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ALERT_VARIABLES:
         monkeypatch.setenv(name, " ")
     assert not AlertSettings.from_environment().enabled
-    assert PipelineSettings.from_environment(default_include_dir=Path("include")).results_url is None
+    assert PipelineSettings.from_environment(default_include_dir=REPO / "include").results_url is None
 
 
 def test_every_alert_setting_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,11 +107,11 @@ def test_bad_alert_settings_name_the_variable(
 
 def test_the_results_url_is_a_prefix_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAI_SCALE_RESULTS_URL", "https://results.example.com/Public")
-    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     assert settings.results_url == "https://results.example.com/Public/"
     monkeypatch.setenv("KAI_SCALE_RESULTS_URL", "s3://kai-scale-results/Public/")
     with pytest.raises(SettingsError, match="KAI_SCALE_RESULTS_URL must be an http"):
-        PipelineSettings.from_environment(default_include_dir=Path("include"))
+        PipelineSettings.from_environment(default_include_dir=REPO / "include")
 
 
 def test_runner_placement_is_read_as_kubectl_writes_labels_and_taints(
@@ -121,7 +121,7 @@ def test_runner_placement_is_read_as_kubectl_writes_labels_and_taints(
     monkeypatch.setenv(
         "KAI_SCALE_RUNNER_TOLERATIONS", "kai-scale.dev/node-role=system:NoSchedule,dedicated:NoExecute"
     )
-    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     assert settings.runner_node_selector == {"kai-scale.dev/node-role": "system", "pool": "ops"}
     assert settings.runner_tolerations == (
         Toleration(key="kai-scale.dev/node-role", value="system", effect="NoSchedule"),
@@ -132,7 +132,7 @@ def test_runner_placement_is_read_as_kubectl_writes_labels_and_taints(
 def test_runner_placement_defaults_to_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAI_SCALE_RUNNER_NODE_SELECTOR", raising=False)
     monkeypatch.setenv("KAI_SCALE_RUNNER_TOLERATIONS", "")
-    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     assert settings.runner_node_selector == {}
     assert settings.runner_tolerations == ()
 
@@ -154,7 +154,7 @@ def test_bad_runner_placement_names_the_variable(
 ) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(SettingsError, match=name) as raised:
-        PipelineSettings.from_environment(default_include_dir=Path("include"))
+        PipelineSettings.from_environment(default_include_dir=REPO / "include")
     assert message in str(raised.value)
 
 
@@ -166,9 +166,47 @@ def test_the_pipeline_and_the_trend_view_read_one_results_location(monkeypatch: 
     assert location == ResultsLocation(
         aws_conn_id="results_s3", bucket="nightly-results", prefix="team-a/Public/"
     )
-    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     assert (settings.aws_conn_id, settings.results_bucket, settings.results_prefix) == (
         location.aws_conn_id,
         location.bucket,
         location.prefix,
     )
+
+
+def test_kai_is_tuned_for_scale_unless_the_deployment_picks_another_profile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KAI_SCALE_KAI_TUNING_PROFILE", raising=False)
+    assert (
+        PipelineSettings.from_environment(default_include_dir=REPO / "include").kai_tuning_profile == "scale"
+    )
+    monkeypatch.setenv("KAI_SCALE_KAI_TUNING_PROFILE", " ")  # compose's unset
+    assert (
+        PipelineSettings.from_environment(default_include_dir=REPO / "include").kai_tuning_profile == "scale"
+    )
+    monkeypatch.setenv("KAI_SCALE_KAI_TUNING_PROFILE", "local")
+    assert (
+        PipelineSettings.from_environment(default_include_dir=REPO / "include").kai_tuning_profile == "local"
+    )
+
+
+@pytest.mark.parametrize("value", ["big", "../manifests/kai-tuning/scale", "scale.yaml", "Scale"])
+def test_an_unknown_tuning_profile_names_the_variable_and_the_profiles(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("KAI_SCALE_KAI_TUNING_PROFILE", value)
+    with pytest.raises(SettingsError) as raised:
+        PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    assert str(raised.value) == (
+        f"KAI_SCALE_KAI_TUNING_PROFILE must name a tuning profile of {REPO}/include/manifests/kai-tuning/ "
+        f"(local, scale), got {value!r}"
+    )
+
+
+def test_an_include_dir_without_tuning_profiles_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("KAI_SCALE_KAI_TUNING_PROFILE", raising=False)
+    with pytest.raises(SettingsError, match=r"kai-tuning/ \(none there\), got 'scale'"):
+        PipelineSettings.from_environment(default_include_dir=tmp_path)

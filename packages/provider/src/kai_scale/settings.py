@@ -15,6 +15,7 @@ from datetime import timedelta
 from email.utils import parseaddr
 from pathlib import Path
 
+from kai_scale.cluster.kai_tuning import DEFAULT_PROFILE, TUNING_DIR, profile_names
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, SourceMirrorsError, Sources
 from kai_scale_model.durations import parse_duration
 
@@ -168,6 +169,18 @@ def _source_mirrors() -> Sources:
         raise SettingsError(str(error)) from None
 
 
+def _tuning_profile(name: str, include_dir: Path) -> str:
+    """A tuning profile of ``include/manifests/kai-tuning/``, by name (``scale`` when unset)."""
+    profile = _optional(name) or DEFAULT_PROFILE
+    available = profile_names(include_dir)
+    if profile not in available:
+        raise SettingsError(
+            f"{name} must name a tuning profile of {include_dir / TUNING_DIR}/ "
+            f"({', '.join(available) or 'none there'}), got {profile!r}"
+        )
+    return profile
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResultsLocation:
     """Where published results are: what the pipeline writes and the trend view reads, from one place."""
@@ -218,6 +231,8 @@ class PipelineSettings:
     """The ``include/`` directory: scenarios and manifests."""
     source_mirrors: Sources
     """``KAI_SCALE_SOURCE_MIRRORS``: mirrors of the charts and manifests the setup installs."""
+    kai_tuning_profile: str
+    """``KAI_SCALE_KAI_TUNING_PROFILE``: how KAI is tuned, a file of ``include/manifests/kai-tuning/``."""
     retry_delay_seconds: int
     """Delay before a setup or teardown task is retried."""
     alerts: AlertSettings
@@ -239,6 +254,7 @@ class PipelineSettings:
             )
         if results_url is not None and not results_url.endswith("/"):
             results_url += "/"
+        include_dir = Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", default_include_dir))
         return cls(
             kubernetes_conn_id=os.environ.get("KAI_SCALE_KUBERNETES_CONN_ID", "kubernetes_default"),
             aws_conn_id=results.aws_conn_id,
@@ -250,7 +266,8 @@ class PipelineSettings:
             runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),
             runner_node_selector=_node_selector("KAI_SCALE_RUNNER_NODE_SELECTOR"),
             runner_tolerations=_tolerations("KAI_SCALE_RUNNER_TOLERATIONS"),
-            include_dir=Path(os.environ.get("KAI_SCALE_INCLUDE_DIR", default_include_dir)),
+            include_dir=include_dir,
+            kai_tuning_profile=_tuning_profile("KAI_SCALE_KAI_TUNING_PROFILE", include_dir),
             source_mirrors=_source_mirrors(),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
             alerts=AlertSettings.from_environment(),

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes.utils import parse_quantity
 
 from kai_scale.cluster import helm
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
@@ -25,7 +24,6 @@ STAGE_CRD = "stages.kwok.x-k8s.io"
 NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
 KAI_QUEUE_CRD = "queues.scheduling.run.ai"
-KAI_SHARD_CRD = "schedulingshards.kai.scheduler"
 NODEPOOL = ("kwok.sigs.run-ai.com/v1beta1", "NodePool")
 NODEPOOL_NAME = "managed-nodepool"
 ORIGINAL_COUNT_ANNOTATION = "kai-scale.dev/original-node-count"
@@ -104,35 +102,6 @@ def preflight(cluster: ClusterHook) -> Inventory:
         helm_on_worker=helm.helm_available(),
         existing=existing,
     )
-
-
-def load_kai_tuning(include_dir: Path) -> list[dict[str, Any]]:
-    """The merge patches that tune KAI for scale (include/manifests/kai-tuning.yaml), checked.
-
-    Raises SetupError naming the service when a request exceeds its limit: Kubernetes would refuse
-    the pods, and KAI's operator would leave the service down.
-    """
-    path = include_dir / "manifests" / "kai-tuning.yaml"
-    patches = list(yaml.safe_load(path.read_text()))
-    for patch in patches:
-        spec = (patch.get("patch") or {}).get("spec") or {}
-        for service, settings in spec.items():
-            if not isinstance(settings, dict):
-                continue
-            problems = _request_over_limit((settings.get("service") or {}).get("resources") or {})
-            if problems:
-                where = f"{path}: {patch.get('kind')} {patch.get('name')}, {service}"
-                raise SetupError(f"{where}: {'; '.join(problems)}; a request may not exceed its limit")
-    return patches
-
-
-def _request_over_limit(resources: dict[str, Any]) -> list[str]:
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-    return [
-        f"{resource} request {requests[resource]} is above its limit {limits[resource]}"
-        for resource in sorted(set(requests) & set(limits))
-        if parse_quantity(requests[resource]) > parse_quantity(limits[resource])
-    ]
 
 
 def load_installs(include_dir: Path) -> dict[str, Any]:
@@ -275,20 +244,6 @@ def install_service_monitors(cluster: ClusterHook, *, include_dir: Path) -> list
     if not cluster.crd_exists(SERVICE_MONITOR_CRD):
         return ["no ServiceMonitor CRD (no Prometheus operator): nothing to apply"]
     return [f"applied {name}" for name in cluster.apply(load_manifest(include_dir, "service-monitors.yaml"))]
-
-
-def tune_kai(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
-    """KAI tuned for scale (include/manifests/kai-tuning.yaml), where KAI is installed."""
-    if not cluster.crd_exists(KAI_SHARD_CRD):
-        return ["KAI not installed: nothing to tune (ginkgo scenarios will be skipped)"]
-    patches = load_kai_tuning(include_dir)
-    lines = []
-    for patch in patches:
-        cluster.merge_patch(
-            api_version=patch["apiVersion"], kind=patch["kind"], name=patch["name"], patch=patch["patch"]
-        )
-        lines.append(f"patched {patch['kind']} {patch['name']}")
-    return lines
 
 
 def wait_for_nodes(cluster: ClusterHook, *, node_count: int, timeout: float | None = None) -> list[str]:

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from kai_scale.cluster import setup
+from kai_scale.cluster import kai_setup, setup
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.params import check_params
 from kai_scale.run_id import run_id_of
@@ -87,8 +87,12 @@ def install_service_monitors(*, settings: PipelineSettings) -> list[str]:
 
 
 def tune_kai(*, settings: PipelineSettings) -> list[str]:
-    """KAI tuned for scale: consolidation off, high binder concurrency, service resources."""
-    return _logged(setup.tune_kai(_cluster(settings), include_dir=settings.include_dir))
+    """KAI tuned by the deployment's tuning profile, and rolled out by KAI's operator."""
+    return _logged(
+        kai_setup.tune_kai(
+            _cluster(settings), include_dir=settings.include_dir, profile=settings.kai_tuning_profile
+        )
+    )
 
 
 def wait_for_nodes(*, settings: PipelineSettings, params: Any) -> list[str]:

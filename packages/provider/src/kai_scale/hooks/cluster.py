@@ -310,6 +310,16 @@ class ClusterHook(KubernetesHook):
             for d in sorted(items, key=lambda d: d.metadata.name)
         }
 
+    def deployment_objects(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """Each deployment in ``namespace`` as the API serves it (JSON field names), by name."""
+        try:
+            response = client.AppsV1Api(self.api_client).list_namespaced_deployment(
+                namespace, _preload_content=False, _request_timeout=30
+            )
+        except (HTTPError, OSError, ApiException) as error:
+            raise self._unreachable(error) from error
+        return {item["metadata"]["name"]: item for item in json.loads(response.data)["items"]}
+
     def deployments(self, namespace: str) -> list[str]:
         """Names of the deployments in ``namespace`` (empty when it does not exist)."""
         names = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items

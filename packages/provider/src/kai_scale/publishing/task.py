@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scale.cluster.setup import load_kai_tuning
+from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.hooks.cluster import ClusterHook, ClusterUnreachable
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.metrics.collection import missing_scenarios, public_metrics, unwritten_metrics
@@ -116,7 +116,9 @@ def publish_results(
         cluster_node_count=deployed.node_count,
         test_focus=ginkgo_focus(scenarios, params["scenarios"]),
         timestamp=timestamp(dag_run.run_after),
-        service_resources=service_resources(load_kai_tuning(settings.include_dir)),
+        service_resources=service_resources(
+            load_profile(settings.include_dir, settings.kai_tuning_profile).patches
+        ),
         kubernetes_version=deployed.kubernetes_version,
         kai_images=deployed.kai_images,
         runner_image=runner_image,
