@@ -13,9 +13,12 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from kai_scale.cluster.kai_setup import tune_kai
+from kai_scale.hooks.cluster import ClusterHook
 from localenv.environment import LocalEnvironment
 from localenv.kai import NAMESPACE, RESERVATION_NAMESPACE, BuiltImages
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
+from tests.conftest import REPO
 from tests.waiting import wait_for
 
 # The operator's Deployments, and the service (cmd/<name> in KAI's source) each one runs.
@@ -29,6 +32,15 @@ SERVICES = {
     "admission": "admission",
 }
 SCHEDULER_PODS = "app=kai-scheduler-default"
+# What the local tuning profile changes, in the order tune_kai reports them.
+TUNED_DEPLOYMENTS = (
+    "admission",
+    "binder",
+    "kai-scheduler-default",
+    "pod-grouper",
+    "podgroup-controller",
+    "queue-controller",
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +137,37 @@ def test_the_operator_stops_and_starts_the_scheduler(
         timeout=120,
         what="the operator to start the scheduler again",
     )
+
+
+@pytest.mark.usefixtures("airflow_on_local_env")
+def test_the_local_tuning_profile_is_rolled_out_by_the_real_operator(
+    kai: BuiltImages, apps: client.AppsV1Api, core: client.CoreV1Api
+) -> None:
+    """tune_kai patches kai-config and the shard; KAI's operator re-renders its services with them."""
+    cluster = ClusterHook(conn_id="kubernetes_default")
+    lines = tune_kai(cluster, include_dir=REPO / "include", profile="local")
+    assert lines[-1] == (
+        "KAI's operator rolled tuning profile local out: "
+        + ", ".join(f"{NAMESPACE}/{name}" for name in TUNED_DEPLOYMENTS)
+    )
+
+    def container(name: str) -> client.V1Container:
+        return apps.read_namespaced_deployment(name, NAMESPACE).spec.template.spec.containers[0]
+
+    scheduler = container("kai-scheduler-default")
+    assert scheduler.resources.requests == {"cpu": "250m", "memory": "1Gi"}
+    assert scheduler.resources.limits == {"cpu": "2", "memory": "1Gi"}
+    assert "--max-consolidation-preemptees=0" in scheduler.args
+    assert "--max-concurrent-reconciles=100" in container("binder").args
+    assert apps.read_namespaced_deployment("admission", NAMESPACE).spec.replicas == 1
+    running = core.list_namespaced_pod(NAMESPACE, label_selector=SCHEDULER_PODS).items
+    assert [pod.spec.containers[0].resources.requests for pod in running] == [
+        {"cpu": "250m", "memory": "1Gi"}
+    ]
+
+    generations = {
+        d.metadata.name: d.metadata.generation for d in apps.list_namespaced_deployment(NAMESPACE).items
+    }
+    tune_kai(cluster, include_dir=REPO / "include", profile="local")
+    again = {d.metadata.name: d.metadata.generation for d in apps.list_namespaced_deployment(NAMESPACE).items}
+    assert again == generations, "tuning an already tuned KAI changes nothing"
