@@ -7,7 +7,7 @@ import pytest
 
 from kai_scale.scenario_files import ScenarioFileError, load_scenario, load_scenarios
 from kai_scale_model.durations import format_duration, parse_duration
-from kai_scale_model.scenario import GinkgoRun, WorkloadRun
+from kai_scale_model.scenario import GinkgoRun, Scenario, WorkloadRun
 
 SHIPPED = Path(__file__).resolve().parents[3] / "include" / "scenarios"
 VALID = """\
@@ -129,3 +129,18 @@ def test_empty_directory_is_an_error(tmp_path: Path) -> None:
 def test_scenario_round_trips_through_json_as_the_runner_pod_receives_it() -> None:
     for scenario in load_scenarios(SHIPPED):
         assert type(scenario).model_validate_json(scenario.model_dump_json()) == scenario
+
+
+@pytest.mark.parametrize(
+    ("run", "needs_kai"),
+    [
+        ({"kind": "ginkgo", "focus": "x"}, True),
+        ({"kind": "workload", "pods_per_node": 1, "scheduler_name": "kai-scheduler"}, True),
+        ({"kind": "workload", "pods_per_node": 1}, False),
+    ],
+)
+def test_kais_suite_and_workloads_for_kais_scheduler_need_kai(
+    run: dict[str, object], needs_kai: bool
+) -> None:
+    scenario = Scenario.model_validate({"name": "s", "description": "d", "timeout": "5m", "run": run})
+    assert scenario.needs_kai is needs_kai

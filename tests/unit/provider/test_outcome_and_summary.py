@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from kai_scale.publishing.run_summary import run_summary, scenario_entry
@@ -27,6 +30,16 @@ OUTPUTS = {
 
 def test_outcome_round_trips() -> None:
     assert ScenarioOutcome.from_json(OUTCOME.to_json()) == OUTCOME
+    failed = replace(OUTCOME, failure_kind="scenario")
+    assert ScenarioOutcome.from_json(failed.to_json()) == failed
+    not_run = replace(OUTCOME, status="not_run", reason="KAI not installed", exit_code=None, tests=())
+    assert ScenarioOutcome.from_json(not_run.to_json()) == not_run
+
+
+def test_an_outcome_of_an_older_runner_has_no_failure_kind() -> None:
+    written = json.loads(OUTCOME.to_json())
+    del written["failure_kind"]
+    assert ScenarioOutcome.from_json(json.dumps(written)).failure_kind is None
 
 
 @pytest.mark.parametrize(
@@ -36,6 +49,10 @@ def test_outcome_round_trips() -> None:
         ("[1]", "must be a JSON object"),
         ('{"scenario": "x"}', "does not have the runner's fields"),
         (OUTCOME.to_json().replace('"failure"', '"meh"'), "status must be one of"),
+        (
+            OUTCOME.to_json().replace('"failure_kind": null', '"failure_kind": "kai"'),
+            r"failure_kind must be one of \('scenario', 'infrastructure'\) or null, got 'kai'",
+        ),
     ],
 )
 def test_bad_result_documents(text: str, message: str) -> None:

@@ -6,8 +6,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Status = Literal["success", "failure", "skipped"]
-STATUSES: tuple[str, ...] = ("success", "failure", "skipped")
+# not_run: selected, but the system under test (KAI) was missing or not ready, so nothing was measured.
+# skipped: not selected for the run (only older runners wrote it for a missing KAI).
+Status = Literal["success", "failure", "not_run", "skipped"]
+STATUSES: tuple[str, ...] = ("success", "failure", "not_run", "skipped")
+# scenario: it ran and what it measures failed (KAI's specs failed, the workload's pods were not all
+# scheduled); infrastructure: the pipeline could not run it or record it (runner crashed, no suite).
+FailureKind = Literal["scenario", "infrastructure"]
+FAILURE_KINDS: tuple[str, ...] = ("scenario", "infrastructure")
 
 
 class OutcomeError(ValueError):
@@ -35,9 +41,9 @@ class ScenarioOutcome:
     kind: str
     """``ginkgo`` or ``workload``."""
     status: Status
-    """``success``, ``failure`` or ``skipped``."""
+    """``success``, ``failure`` or ``not_run`` (``skipped`` from older runners)."""
     reason: str | None
-    """Why it failed or was skipped, in words a KAI engineer can act on; None on success."""
+    """Why it failed or did not run, in words a KAI engineer can act on; None on success."""
     started_at: str
     """RFC 3339 UTC time the runner started the scenario."""
     finished_at: str
@@ -48,6 +54,8 @@ class ScenarioOutcome:
     """The measurements, in the suite's shape."""
     kai_commit_hash: str | None = None
     """The KAI commit the runner image's suite was built from, when the image records it."""
+    failure_kind: FailureKind | None = None
+    """For a failure: ``scenario`` or ``infrastructure`` (see ``FailureKind``); None otherwise."""
 
     def to_json(self) -> str:
         """Serialise as ``outcome.json``."""
@@ -69,4 +77,9 @@ class ScenarioOutcome:
             raise OutcomeError(f"outcome.json does not have the runner's fields: {error}") from error
         if outcome.status not in STATUSES:
             raise OutcomeError(f"outcome.json: status must be one of {STATUSES}, got {outcome.status!r}")
+        if outcome.failure_kind not in (*FAILURE_KINDS, None):
+            raise OutcomeError(
+                f"outcome.json: failure_kind must be one of {FAILURE_KINDS} or null, "
+                f"got {outcome.failure_kind!r}"
+            )
         return outcome

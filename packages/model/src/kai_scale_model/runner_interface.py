@@ -27,6 +27,10 @@ GINKGO_REPORT = "ginkgo-report"
 OUTPUTS = (GINKGO_REPORT, OUTCOME)
 """Every output, in upload order: the outcome goes last, so once it exists the rest do too."""
 
+NOT_RUN_EXIT_CODE = 3
+"""The runner's exit status when its scenario did not run (KAI missing or not ready): the task fails
+saying so. The others: 0 success, 1 failure, 2 bad input."""
+
 
 def output_file(name: str) -> str:
     """The file name of an output, e.g. ``outcome.json``."""

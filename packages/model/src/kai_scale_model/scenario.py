@@ -13,6 +13,8 @@ from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.runner_interface import PIPELINE_ENV
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$"
+KAI_SCHEDULER_NAME = "kai-scheduler"
+"""The ``schedulerName`` of pods KAI schedules (KAI's default, and what its scale suite uses)."""
 
 
 class _Strict(BaseModel):
@@ -149,3 +151,8 @@ class Scenario(_Strict):
     def kind(self) -> str:
         """``ginkgo`` or ``workload``."""
         return self.run.kind
+
+    @property
+    def needs_kai(self) -> bool:
+        """Whether it measures KAI, so cannot run without it: its suite, or a workload for its scheduler."""
+        return isinstance(self.run, GinkgoRun) or self.run.scheduler_name == KAI_SCHEDULER_NAME
