@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from kai_scale_model.scenario import Scenario
-from kai_scale_runner.ginkgo import suite_timeout_seconds
+from kai_scale_model.scenario import GinkgoRun, Scenario
+from kai_scale_runner.ginkgo import run_suite, suite_timeout_seconds
 from kai_scale_runner.ginkgo_results import verdict
 
 ENTRY = {
@@ -31,14 +32,14 @@ def _report(*states: str) -> str:
 
 def test_all_passed() -> None:
     result = verdict(exit_code=0, suite_json=SUITE_OK, report_json=_report("passed", "skipped"))
-    assert (result.status, result.reason) == ("success", None)
+    assert (result.status, result.reason, result.failure_kind) == ("success", None, None)
     assert [t.test_name for t in result.tests] == ["Fill Cluster with single GPU Jobs"]
     assert result.tests[0].details == ENTRY["details"]
 
 
 def test_failed_spec_without_an_entry_gets_one_and_a_reason() -> None:
     result = verdict(exit_code=1, suite_json=SUITE_OK, report_json=_report("passed", "failed"))
-    assert result.status == "failure"
+    assert (result.status, result.failure_kind) == ("failure", "scenario"), "the suite ran and failed"
     assert result.reason == "Kwok scale test Big cluster spec 1: boom 1"
     assert result.tests[-1].test_name == "Kwok scale test Big cluster spec 1"
     assert result.tests[-1].status == "failure"
@@ -92,3 +93,16 @@ def test_the_suite_times_out_inside_the_pods_deadline(timeout: str, suite_timeou
         {"name": "s", "description": "d", "timeout": timeout, "run": {"kind": "ginkgo", "focus": "x"}}
     )
     assert suite_timeout_seconds(scenario) == suite_timeout
+
+
+def test_a_runner_image_without_the_suite_fails_as_infrastructure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KAI_SCALE_SUITE_BINARY", str(tmp_path / "absent"))
+    scenario = Scenario.model_validate(
+        {"name": "s", "description": "d", "timeout": "5m", "run": {"kind": "ginkgo", "focus": "x"}}
+    )
+    assert isinstance(scenario.run, GinkgoRun)
+    exit_code, result = run_suite(scenario=scenario, run=scenario.run, node_count=1, workdir=tmp_path)
+    assert (exit_code, result.status, result.failure_kind) == (127, "failure", "infrastructure")
+    assert "not found or not executable" in (result.reason or "")

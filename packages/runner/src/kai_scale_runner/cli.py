@@ -3,7 +3,8 @@
 Inputs come from the environment the task sets on the pod (``kai_scale_model.runner_interface``):
 the scenario (JSON), the node count, the run id, the upload URLs (output name -> presigned PUT URL) and
 the pod's namespace.
-Exit status: 0 when the scenario succeeded or was skipped, 1 when it failed, 2 on bad input.
+Exit status: 0 when the scenario succeeded, 1 when it failed, 2 on bad input, 3 when it did not run
+(a scenario that needs KAI, on a cluster whose KAI is missing or not ready).
 The last line it prints is the scenario's verdict (the pod's termination message).
 """
 
@@ -46,13 +47,16 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _kai_missing_reason() -> str | None:
-    from kubernetes import client, config  # noqa: PLC0415 - only ginkgo scenarios talk to the API here
+def _kai_not_ready_reason() -> str | None:
+    from kubernetes import client, config  # noqa: PLC0415 - only scenarios that need KAI talk to the API here
 
     config.load_config()
-    from kai_scale_runner.kai_detection import kai_missing_reason  # noqa: PLC0415
+    from kai_scale_runner.kai_detection import kai_not_ready_reason  # noqa: PLC0415
 
-    return kai_missing_reason(client.ApiClient())
+    api_client = client.ApiClient()
+    return kai_not_ready_reason(
+        extensions=client.ApiextensionsV1Api(api_client), core=client.CoreV1Api(api_client)
+    )
 
 
 def run_scenario(
@@ -60,17 +64,18 @@ def run_scenario(
 ) -> ScenarioOutcome:
     """Run the scenario and describe how it ended; never raises for a scenario's own failure."""
     started = _now()
-    if isinstance(scenario.run, GinkgoRun):
-        missing = _kai_missing_reason()
-        if missing:
+    if scenario.needs_kai:
+        not_ready = _kai_not_ready_reason()
+        if not_ready:
             return ScenarioOutcome(
                 scenario=scenario.name,
-                kind="ginkgo",
-                status="skipped",
-                reason=missing,
+                kind=scenario.kind,
+                status="not_run",
+                reason=not_ready,
                 started_at=started,
                 finished_at=_now(),
             )
+    if isinstance(scenario.run, GinkgoRun):
         exit_code, verdict = ginkgo.run_suite(
             scenario=scenario, run=scenario.run, node_count=node_count, workdir=workdir
         )
@@ -83,6 +88,7 @@ def run_scenario(
             finished_at=_now(),
             exit_code=exit_code,
             tests=verdict.tests,
+            failure_kind=verdict.failure_kind,
         )
     from kai_scale_runner.workload import run_workload  # noqa: PLC0415 - asyncio client only for workloads
 
@@ -102,6 +108,7 @@ def run_scenario(
         started_at=started,
         finished_at=_now(),
         tests=(result.test,),
+        failure_kind=None if result.all_scheduled else "scenario",
     )
 
 
@@ -169,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             reason=f"the runner crashed: {type(error).__name__}: {error}",
             started_at=started_at,  # the metrics window covers what ran before the crash
             finished_at=_now(),
+            failure_kind="infrastructure",
         )
     outcome = dataclasses.replace(outcome, kai_commit_hash=kai_commit_hash())
     (workdir / interface.output_file(interface.OUTCOME)).write_text(outcome.to_json())
@@ -186,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         f": {outcome.reason}" if outcome.reason else ""
     )
     log.info("%s", verdict)
+    if outcome.status == "not_run":
+        return interface.NOT_RUN_EXIT_CODE
     return 1 if outcome.status == "failure" else 0
 
 

@@ -57,7 +57,7 @@ def run_suite(
     suite_binary = os.environ.get("KAI_SCALE_SUITE_BINARY", DEFAULT_SUITE_BINARY)
     if not os.access(suite_binary, os.X_OK):
         reason = f"suite binary {suite_binary} not found or not executable: the runner image must contain it"
-        return 127, SuiteVerdict(status="failure", reason=reason, tests=())
+        return 127, SuiteVerdict(status="failure", reason=reason, tests=(), failure_kind="infrastructure")
     argv = suite_argv(suite_binary=suite_binary, run=run, scenario=scenario, workdir=workdir)
     log.info("running: %s", " ".join(argv))
     env = {**os.environ, **scenario.env, NODE_COUNT_ENV: str(node_count)}

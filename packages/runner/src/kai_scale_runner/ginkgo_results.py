@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scale_model.outcome import Status, TestResult
+from kai_scale_model.outcome import FailureKind, Status, TestResult
 
 FAILED_STATES = {"failed", "panicked", "interrupted", "aborted", "timedout"}
 
@@ -25,6 +25,8 @@ class SuiteVerdict:
     """Why it failed (or None)."""
     tests: tuple[TestResult, ...]
     """The suite's entries, plus one failure entry per failed spec that wrote none."""
+    failure_kind: FailureKind | None
+    """``scenario`` when the suite ran and failed, ``infrastructure`` when it could not run; else None."""
 
 
 def read_suite_results(text: str | None) -> tuple[tuple[TestResult, ...], str | None]:
@@ -98,4 +100,5 @@ def verdict(*, exit_code: int, suite_json: str | None, report_json: str | None) 
         status="failure" if failed else "success",
         reason="; ".join(reasons) if failed else None,
         tests=tests + missing_entries,
+        failure_kind="scenario" if failed else None,
     )

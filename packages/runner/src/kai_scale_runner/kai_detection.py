@@ -1,20 +1,81 @@
-"""Whether the KAI scheduler is installed in the cluster the runner pod runs in."""
+"""Whether the KAI scheduler can serve a scenario in the cluster the runner pod runs in.
+
+Ready means installed (its Queue CRD exists) and its scheduler serving: a pod of the scheduler's
+Deployment running and ready. KAI's operator names that Deployment ``<schedulerName>-<shard>``
+(``pkg/operator/operands/scheduler``: ``DeploymentName``) in KAI's namespace and labels its pods
+``app=<that name>``; KAI's suite waits for exactly these pods when it turns the scheduler on
+(``test/e2e/modules/constant``). Pods, not the Deployment: the runner may list pods everywhere already
+(include/manifests/runner-rbac.yaml), and a pod's Ready condition is what says it is serving.
+"""
 
 from __future__ import annotations
 
-from kubernetes import client
+import time
+from collections.abc import Sequence
+from typing import Any
+
 from kubernetes.client.rest import ApiException
 
 # KAI's Queue CRD: every KAI installation has it, and the suite cannot run without it.
 KAI_QUEUE_CRD = "queues.scheduling.run.ai"
+KAI_NAMESPACE = "kai-scheduler"
+SCHEDULER_APP = "kai-scheduler-default"
+# How long a scheduler that is not serving is waited for: the operator recreates its pod when KAI's
+# tuning changes, which the setup has just applied.
+READY_TIMEOUT_SECONDS = 60.0
+POLL_SECONDS = 2.0
 
 
-def kai_missing_reason(api_client: client.ApiClient) -> str | None:
-    """Why KAI counts as not installed, or None when it is."""
+def serving(pod: Any) -> bool:
+    """Whether a pod (``V1Pod``) is running, ready and not being deleted."""
+    status = pod.status
+    return (
+        pod.metadata.deletion_timestamp is None
+        and status is not None
+        and status.phase == "Running"
+        and any(c.type == "Ready" and c.status == "True" for c in status.conditions or [])
+    )
+
+
+def _state(pod: Any) -> str:
+    phase = (pod.status.phase if pod.status else None) or "no status"
+    if pod.metadata.deletion_timestamp is not None:
+        return f"{phase}, being deleted"
+    return f"{phase}, not ready" if phase == "Running" else phase
+
+
+def scheduler_not_serving_reason(pods: Sequence[Any]) -> str | None:
+    """Why none of the scheduler's pods serves, naming each and its state; None when one does."""
+    if any(serving(pod) for pod in pods):
+        return None
+    found = ", ".join(f"{pod.metadata.name} ({_state(pod)})" for pod in pods) or "none"
+    return (
+        f"KAI not ready: its scheduler is not serving (no running, ready pod app={SCHEDULER_APP} "
+        f"in namespace {KAI_NAMESPACE}; pods: {found})"
+    )
+
+
+def kai_not_ready_reason(
+    *, extensions: Any, core: Any, timeout: float = READY_TIMEOUT_SECONDS, poll: float = POLL_SECONDS
+) -> str | None:
+    """Why KAI cannot serve a scenario, or None when it can.
+
+    A missing CRD is said at once; a scheduler that is not serving is waited for up to ``timeout``
+    seconds, polling every ``poll``.
+
+    :param extensions: an ``ApiextensionsV1Api``.
+    :param core: a ``CoreV1Api``.
+    """
     try:
-        client.ApiextensionsV1Api(api_client).read_custom_resource_definition(KAI_QUEUE_CRD)
+        extensions.read_custom_resource_definition(KAI_QUEUE_CRD)
     except ApiException as error:
         if error.status == 404:
             return f"KAI not installed: CRD {KAI_QUEUE_CRD} not found"
         raise
-    return None
+    deadline = time.monotonic() + timeout
+    while True:
+        pods = core.list_namespaced_pod(KAI_NAMESPACE, label_selector=f"app={SCHEDULER_APP}").items
+        reason = scheduler_not_serving_reason(pods)
+        if reason is None or time.monotonic() >= deadline:
+            return reason
+        time.sleep(poll)
