@@ -31,6 +31,7 @@ def _entry(scenario: str, status: str, reason: str | None) -> ScenarioEntry:
         scenario=scenario,
         status=status,
         reason=reason,
+        failure_kind="scenario" if status == "failure" else None,
         try_number=1,
         outcome_key=f"runs/{RUN_ID}/scenarios/{scenario}/try-1/outcome.json",
         ginkgo_report_key=None,

@@ -151,6 +151,7 @@ def _entries(index: int, started: datetime, commit: str) -> list[ScenarioEntry]:
             scenario=scenario,
             status="success",
             reason=None,
+            failure_kind=None,
             try_number=1,
             outcome_key=f"runs/x/scenarios/{scenario}/try-1/outcome.json",
             ginkgo_report_key=None,
@@ -163,6 +164,7 @@ def _entries(index: int, started: datetime, commit: str) -> list[ScenarioEntry]:
             scenario="reclaim",
             status="failure",
             reason=FAILURE_REASON,
+            failure_kind="scenario",
             try_number=2,
             outcome_key=reclaim.outcome_key,
             ginkgo_report_key=None,
@@ -290,7 +292,9 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
                 status=summary["status"],
                 airflow_run_id=airflow_run_id,
                 verdict=verdicts["verdict"],
-                failed_scenarios=[entry.scenario for entry in entries if entry.status == "failure"],
+                failure_kind=summary["failure_kind"],
+                failed_scenarios=summary["failed_scenarios"],
+                not_run_scenarios=summary["not_run_scenarios"],
             ),
         )
         history.run_ids.append(run_id)

@@ -82,9 +82,10 @@ def test_results_keep_the_suites_tests_exactly_and_name_failed_scenarios() -> No
     assert tests[1] == {
         "test_name": "reclaim",
         "status": "failure",
-        "details": {"scenario": "reclaim", "message": "reclaim went wrong"},
+        "details": {"scenario": "reclaim", "message": "reclaim went wrong", "failure_kind": "scenario"},
     }
     assert tests[2]["status"] == "skipped"
+    assert document["results"]["failure_kind"] == "scenario"
     json.dumps(document)  # serialisable as is
 
 
@@ -108,7 +109,20 @@ def test_metadata_has_the_dashboards_fields_and_what_really_ran() -> None:
 
 def test_a_skipped_scenario_does_not_fail_the_run() -> None:
     document = results_document(metadata=METADATA, entries=[_entry("a", "success"), _entry("b", "skipped")])
-    assert document["results"]["status"] == "success"
+    assert (document["results"]["status"], document["results"]["failure_kind"]) == ("success", None)
+
+
+def test_a_scenario_that_did_not_run_makes_the_run_incomplete_not_failed() -> None:
+    entries = [_entry("a", "success"), _entry("topology", "not_run"), _entry("b", "skipped")]
+    document = results_document(metadata=METADATA, entries=entries)
+    assert (document["results"]["status"], document["results"]["failure_kind"]) == ("incomplete", None)
+    assert document["results"]["tests"][-2] == {
+        "test_name": "topology",
+        "status": "not_run",
+        "details": {"scenario": "topology", "message": "topology went wrong"},
+    }
+    failed = results_document(metadata=METADATA, entries=[*entries, _entry("reclaim", "failure")])
+    assert failed["results"]["status"] == "failure", "a failure outweighs a scenario not run"
 
 
 def test_service_resources_come_from_the_deployments_tuning_profile() -> None:
@@ -150,7 +164,9 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         status="success",
         airflow_run_id="m",
         verdict="pass",
+        failure_kind=None,
         failed_scenarios=[],
+        not_run_scenarios=[],
     )
     assert entry["commit"] == "0123456789abcdef"
     assert entry["path"] == "Public/r/results.json"
@@ -162,9 +178,12 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         status="failure",
         airflow_run_id="m",
         verdict="failure",
+        failure_kind="infrastructure",
         failed_scenarios=("reclaim",),
+        not_run_scenarios=("topology",),
     )
     assert without["commit"] == "v0.9.0"
     # Beyond the dashboard's fields, which stay as they were: what the trend view searches.
-    assert (without["verdict"], without["failed_scenarios"]) == ("failure", ["reclaim"])
+    assert (without["verdict"], without["failure_kind"]) == ("failure", "infrastructure")
+    assert (without["failed_scenarios"], without["not_run_scenarios"]) == (["reclaim"], ["topology"])
     assert json.loads(json.dumps(without)) == without

@@ -1,8 +1,10 @@
 """``results.json`` in the schema the KAI scale-test dashboard reads, and the run's manifest entry. Pure.
 
 Test entries are the suite's own (``test_name``, ``status``, ``details`` exactly as written), so the
-dashboard plots them; a scenario that failed or was skipped adds an entry named after the scenario,
-with its status and the reason, so it is never silently absent.
+dashboard plots them; a scenario that failed, did not run or was skipped adds an entry named after the
+scenario, with its status and the reason (and a failure's kind), so it is never silently absent.
+Beyond the dashboard's fields (it ignores them): ``results.failure_kind`` and the manifest entry's
+``verdict``, ``failure_kind``, ``failed_scenarios`` and ``not_run_scenarios``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kai_scale.publishing.run_summary import ScenarioEntry
+from kai_scale.publishing.run_summary import ScenarioEntry, run_failure_kind, run_status
 from kai_scale_model.scenario import GinkgoRun, Scenario
 
 # KAI services whose resources the tuning sets (the dashboard's service_resources keys).
@@ -77,23 +79,27 @@ def _tests(entry: ScenarioEntry) -> list[dict[str, Any]]:
         for t in (entry.outcome or {}).get("tests", [])
     ]
     if entry.status != "success":
+        kind = {"failure_kind": entry.failure_kind} if entry.failure_kind else {}
         tests.append(
             {
                 "test_name": entry.scenario,
                 "status": entry.status,
-                "details": {"scenario": entry.scenario, "message": entry.reason},
+                "details": {"scenario": entry.scenario, "message": entry.reason, **kind},
             }
         )
     return tests
 
 
 def results_document(*, metadata: RunMetadata, entries: Sequence[ScenarioEntry]) -> dict[str, Any]:
-    """``results.json``: ``{"metadata": {...}, "results": {"status", "tests": [...]}}``."""
-    failed = any(entry.status == "failure" for entry in entries)
+    """``results.json``: ``{"metadata": {...}, "results": {"status", "failure_kind", "tests": [...]}}``.
+
+    ``status`` is the run's (``run_summary.run_status``): ``success``, ``failure`` or ``incomplete``.
+    """
     return {
         "metadata": asdict(metadata),
         "results": {
-            "status": "failure" if failed else "success",
+            "status": run_status(entries),
+            "failure_kind": run_failure_kind(entries),
             "tests": [test for entry in entries for test in _tests(entry)],
         },
     }
@@ -107,14 +113,19 @@ def manifest_entry(
     status: str,
     airflow_run_id: str,
     verdict: str,
+    failure_kind: str | None,
     failed_scenarios: Sequence[str],
+    not_run_scenarios: Sequence[str],
 ) -> dict[str, Any]:
     """The run's entry in manifest.json; ``path`` is relative to the bucket root, as the dashboard reads it.
 
     ``commit`` is the KAI commit when the runner image reports it, else the KAI ref the run asked for.
 
+    :param status: ``success``, ``failure`` or ``incomplete`` (``run_summary.run_status``).
+    :param failure_kind: ``scenario`` or ``infrastructure`` for a failed run, else None.
     :param failed_scenarios: the scenarios that failed, so that the trend view finds a run by them
         from the manifest alone.
+    :param not_run_scenarios: the scenarios that did not run, likewise.
     """
     return {
         "timestamp": metadata.timestamp,
@@ -126,7 +137,9 @@ def manifest_entry(
         "kai_ref": metadata.kai_scheduler_ref,
         "status": status,
         # Beyond the dashboard's fields (it ignores them): pass, failure, threshold, regression or
-        # incomplete (verdicts.json), and the names of the scenarios that failed.
+        # incomplete (verdicts.json), whose failure it was, the scenarios that failed or did not run.
         "verdict": verdict,
+        "failure_kind": failure_kind,
         "failed_scenarios": list(failed_scenarios),
+        "not_run_scenarios": list(not_run_scenarios),
     }

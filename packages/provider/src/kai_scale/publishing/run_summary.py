@@ -1,14 +1,23 @@
-"""The run's summary: each selected scenario's outcome, whatever became of its task. Pure."""
+"""The run's summary: each selected scenario's outcome, whatever became of its task. Pure.
+
+A run's status: ``failure`` when a scenario failed, ``incomplete`` when none failed but one did not run
+(KAI missing or not ready: nothing of it was measured), else ``success``; scenarios not selected
+(``skipped``) count for nothing. A failure's kind keeps KAI's failures apart from the pipeline's:
+``scenario`` (it ran and what it measures failed) or ``infrastructure`` (it could not run or be
+recorded: setup failed, no runner pod, the runner crashed, outputs not uploaded or unreadable).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
-from kai_scale_model.outcome import OutcomeError, ScenarioOutcome
+from kai_scale_model.outcome import FailureKind, OutcomeError, ScenarioOutcome
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
+
+RunStatus = Literal["success", "failure", "incomplete"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -18,9 +27,11 @@ class ScenarioEntry:
     scenario: str
     """Scenario name."""
     status: str
-    """``success``, ``failure`` or ``skipped``."""
+    """``success``, ``failure``, ``not_run`` (KAI missing or not ready) or ``skipped`` (not selected)."""
     reason: str | None
-    """Why it failed or was skipped."""
+    """Why it failed, did not run or was skipped."""
+    failure_kind: FailureKind | None
+    """For a failure: ``scenario`` or ``infrastructure`` (see the module); None otherwise."""
     try_number: int | None
     """The task try whose outputs these are (None when the scenario never ran)."""
     outcome_key: str | None
@@ -45,6 +56,7 @@ def scenario_entry(
             scenario=scenario,
             status="skipped",
             reason="not selected for this run",
+            failure_kind=None,
             try_number=None,
             outcome_key=None,
             ginkgo_report_key=None,
@@ -55,6 +67,7 @@ def scenario_entry(
             scenario=scenario,
             status="failure",
             reason="the scenario's task did not start a runner pod (see its task log)",
+            failure_kind="infrastructure",
             try_number=None,
             outcome_key=None,
             ginkgo_report_key=None,
@@ -74,14 +87,42 @@ def scenario_entry(
             outcome=None,
             reason="the runner pod produced no outcome (it did not start, or was stopped); "
             "see the scenario's task log",
+            failure_kind="infrastructure",
         )
     try:
         outcome = ScenarioOutcome.from_json(outcome_text)
     except OutcomeError as error:
-        return ScenarioEntry(**common, status="failure", reason=str(error), outcome=None)
+        return ScenarioEntry(
+            **common, status="failure", reason=str(error), outcome=None, failure_kind="infrastructure"
+        )
     return ScenarioEntry(
-        **common, status=outcome.status, reason=outcome.reason, outcome=json.loads(outcome.to_json())
+        **common,
+        status=outcome.status,
+        reason=outcome.reason,
+        outcome=json.loads(outcome.to_json()),
+        # An older runner names no kind: its failures were the scenario's own.
+        failure_kind=outcome.failure_kind or ("scenario" if outcome.status == "failure" else None),
     )
+
+
+def scenarios_with(entries: Sequence[ScenarioEntry], status: str) -> list[str]:
+    """The names of the scenarios of ``status``, in the entries' order."""
+    return [e.scenario for e in entries if e.status == status]
+
+
+def run_status(entries: Sequence[ScenarioEntry]) -> RunStatus:
+    """``failure``, else ``incomplete``, else ``success`` (see the module)."""
+    if scenarios_with(entries, "failure"):
+        return "failure"
+    return "incomplete" if scenarios_with(entries, "not_run") else "success"
+
+
+def run_failure_kind(entries: Sequence[ScenarioEntry]) -> FailureKind | None:
+    """``scenario`` when a scenario ran and failed, else ``infrastructure`` when one failed; else None."""
+    kinds = {e.failure_kind for e in entries if e.status == "failure"}
+    if "scenario" in kinds:
+        return "scenario"
+    return "infrastructure" if kinds else None
 
 
 def run_summary(
@@ -93,11 +134,12 @@ def run_summary(
     image_ids: Mapping[str, str | None],
 ) -> dict[str, Any]:
     """The run summary (``runs/<run-id>/run-summary.json``)."""
-    failed = [e.scenario for e in entries if e.status == "failure"]
     return {
         "run_id": run_id,
-        "status": "failure" if failed else "success",
-        "failed_scenarios": failed,
+        "status": run_status(entries),
+        "failure_kind": run_failure_kind(entries),
+        "failed_scenarios": scenarios_with(entries, "failure"),
+        "not_run_scenarios": scenarios_with(entries, "not_run"),
         "node_count": params.get("node_count"),
         "kai_ref": params.get("kai_ref"),
         "runner_image": runner_image,

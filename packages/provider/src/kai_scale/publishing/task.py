@@ -38,7 +38,7 @@ KAI_NAMESPACE = "kai-scheduler"
 
 
 class RunFailedError(RuntimeError):
-    """A scenario failed, or metrics or a report are missing; raised after the run is published."""
+    """A scenario failed or did not run, or metrics or a report are missing; raised after publishing."""
 
 
 def _entries(
@@ -89,8 +89,8 @@ def publish_results(
 ) -> dict[str, Any]:
     """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry.
 
-    Returns the run summary. A failed scenario, missing metrics or a left-out report fail the task
-    after everything is published.
+    Returns the run summary. A failed or not-run scenario, missing metrics or a left-out report fail
+    the task after everything is published.
     """
     ti, params, dag_run = context["ti"], context["params"], context["dag_run"]
     bucket = ResultsBucketHook(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
@@ -137,7 +137,8 @@ def publish_results(
             prefix=settings.results_prefix,
             run_id=run_id,
             node_count=params["node_count"],
-            # Thresholds bound what a scenario measured: a failed or skipped one is reported as such.
+            # Thresholds bound what a scenario measured: a failed, not-run or skipped one is reported
+            # as such.
             scenarios=[s for s, e in zip(scenarios, entries, strict=True) if e.status == "success"],
             tests=results["results"]["tests"],
             scenario_tests={
@@ -169,7 +170,9 @@ def publish_results(
             status=summary["status"],
             airflow_run_id=dag_run.run_id,
             verdict=verdicts["verdict"],
-            failed_scenarios=[e.scenario for e in entries if e.status == "failure"],
+            failure_kind=summary["failure_kind"],
+            failed_scenarios=summary["failed_scenarios"],
+            not_run_scenarios=summary["not_run_scenarios"],
         ),
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"
@@ -178,7 +181,8 @@ def publish_results(
         where,
         published.manifest_key,
     )
-    problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status == "failure"] + published.problems
+    problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status in ("failure", "not_run")]
+    problems += published.problems
     missing = missing_scenarios(json.loads(metrics_text))
     if missing:
         problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
