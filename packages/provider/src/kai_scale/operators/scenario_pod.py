@@ -50,6 +50,24 @@ def _pod_try(pod: k8s.V1Pod, default: int) -> int:
     return int((pod.metadata.labels or {}).get("try_number", default))
 
 
+def _container_status(pod: k8s.V1Pod | None, container: str) -> k8s.V1ContainerStatus | None:
+    statuses = (pod.status.container_statuses or []) if pod and pod.status else []
+    return next((status for status in statuses if status.name == container), None)
+
+
+def container_exit_code(pod: k8s.V1Pod | None, container: str) -> int | None:
+    """The exit code of a pod's container once it has terminated; None before (or without a pod)."""
+    status = _container_status(pod, container)
+    terminated = status.state.terminated if status and status.state else None
+    return int(terminated.exit_code) if terminated else None
+
+
+def scenario_task_error(*, scenario: str, exit_code: int | None, error: object) -> str:
+    """The scenario task's error: whether its scenario failed or did not run, then what the pod said."""
+    ended = "did not run" if exit_code == interface.NOT_RUN_EXIT_CODE else "failed"
+    return f"scenario {scenario} {ended}: {error}"
+
+
 class ScenarioPodOperator(KubernetesPodOperator):
     """Run one scenario in a runner pod; the runner uploads its outputs to presigned URLs made here.
 
@@ -64,8 +82,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
     Durable: when the worker dies, the task's retry reattaches to the runner pod (the provider keeps
     the pod's identity in the task state store) and records the outputs of the try that started it —
     also when the runner finished meanwhile: its outputs are adopted, not measured again. That retry is
-    for a lost worker only: a scenario that fails, or whose pod cannot run, fails the task without
-    retrying (clearing it runs the scenario again).
+    for a lost worker only: a scenario that fails or does not run (its runner exits 3: KAI missing or
+    not ready), or whose pod cannot run, fails the task without retrying (clearing it runs the
+    scenario again).
 
     :param scenario: the scenario to run.
     :param settings: deployment settings (connections, bucket, namespace, runner image repository).
@@ -142,7 +161,10 @@ class ScenarioPodOperator(KubernetesPodOperator):
         try:
             return super().execute(context)
         except Exception as error:
-            raise AirflowFailException(f"scenario {self.scenario.name}: {error}") from error
+            exit_code = container_exit_code(self.remote_pod, self.base_container_name)
+            raise AirflowFailException(
+                scenario_task_error(scenario=self.scenario.name, exit_code=exit_code, error=error)
+            ) from error
         finally:
             window = {"start": started, "end": datetime.now(UTC).isoformat()}
             context["ti"].xcom_push(key=WINDOW_XCOM_KEY, value=window)
@@ -158,7 +180,8 @@ class ScenarioPodOperator(KubernetesPodOperator):
         try:
             lines = free_gpus(cluster, scenario=self.scenario.name)
         except SetupError as error:
-            raise AirflowFailException(f"scenario {self.scenario.name} not run: {error}") from error
+            # Not "did not run", the status of a scenario whose KAI is missing: this is the pipeline's.
+            raise AirflowFailException(f"scenario {self.scenario.name} could not start: {error}") from error
         for line in lines:
             self.log.info("%s", line)
 
@@ -214,12 +237,8 @@ class ScenarioPodOperator(KubernetesPodOperator):
 
     def _image_ran(self) -> dict[str, str | None]:
         """The image reference and the digest the node pulled (None when the container never started)."""
-        image_id = None
-        pod = self.remote_pod
-        for status in (pod.status.container_statuses or []) if pod and pod.status else []:
-            if status.name == self.base_container_name:
-                image_id = status.image_id or None
-        return {"image": self.image, "image_id": image_id}
+        status = _container_status(self.remote_pod, self.base_container_name)
+        return {"image": self.image, "image_id": (status.image_id or None) if status else None}
 
     def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Any) -> k8s.V1Pod:
         """The provider's pod lookup; a pod started by an earlier try keeps that try's outputs."""
