@@ -79,6 +79,7 @@ def test_comparable_entries_are_earlier_successful_runs_of_the_same_node_count()
             {"run_id": "a", "timestamp": "2026-11-01T02:00:00Z", "node_count": 500, "status": "success"},
             {"run_id": "b", "timestamp": "2026-11-02T02:00:00Z", "node_count": 100, "status": "success"},
             {"run_id": "f", "timestamp": "2026-11-02T03:00:00Z", "node_count": 500, "status": "failure"},
+            {"run_id": "i", "timestamp": "2026-11-02T04:00:00Z", "node_count": 500, "status": "incomplete"},
             {"run_id": "new", "timestamp": "2026-11-04T02:00:00Z", "node_count": 500, "status": "success"},
             {"run_id": "later", "timestamp": "2026-11-05T02:00:00Z", "node_count": 500, "status": "success"},
         ]

@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
+from kai_scale.verdicts.change_points import DEFAULT_METHOD
 from kai_scale.verdicts.comparison import compare_runs
-from kai_scale.verdicts.document import verdicts_by_test
+from kai_scale.verdicts.document import overall_verdict, verdicts_by_test, verdicts_document
 from kai_scale.verdicts.history import HistoricRun, previous_runs
 from kai_scale.verdicts.thresholds import evaluate_thresholds
 from kai_scale.verdicts.values import DetailValueError
@@ -76,7 +77,7 @@ def _test(name: str, seconds: float) -> dict[str, Any]:
 
 
 def _failed(scenario: str, status: str = "failure") -> dict[str, Any]:
-    """The entry results.json has for a scenario that failed or was skipped."""
+    """The entry results.json has for a scenario that failed, did not run or was skipped."""
     return {"test_name": scenario, "status": status, "details": {"scenario": scenario, "message": "boom"}}
 
 
@@ -89,6 +90,8 @@ def test_each_scenario_is_compared_with_the_newest_run_it_produced_results_in() 
         HistoricRun(run_id="r3", tests=[_test("Fill", 102), _failed("fill"), _failed("reclaim", "skipped")]),
         # Fill failed before its suite wrote anything; reclaim passed.
         HistoricRun(run_id="r4", tests=[_failed("fill"), _test("Reclaim", 53)]),
+        # KAI was not ready: neither ran.
+        HistoricRun(run_id="r5", tests=[_failed("fill", "not_run"), _failed("reclaim", "not_run")]),
     ]
     tonight = {
         "fill": [_test("Fill", 110)],
@@ -113,3 +116,23 @@ def test_a_breach_makes_that_tests_verdict_threshold() -> None:
         "Fill": "threshold",
         "reclaim": "failure",
     }
+
+
+def test_a_scenario_that_did_not_run_is_incomplete_and_no_kai_failure_or_regression() -> None:
+    tests = [TESTS[0], _failed("topology", "not_run")]
+    document = verdicts_document(
+        run_id="r",
+        node_count=500,
+        tests=tests,
+        thresholds=[],
+        regressions=[],
+        comparison=[],
+        previous_run_ids={},
+        method=DEFAULT_METHOD,
+    )
+    assert document["verdict"] == "incomplete"
+    assert document["test_verdicts"] == {"Fill": "pass", "topology": "incomplete"}
+    assert (document["reasons"], document["findings"]) == (["'topology' did not run"], [])
+    with_failure = [*tests, TESTS[1]]
+    assert overall_verdict(tests=with_failure, thresholds=[], regressions=[]) == "failure"
+    assert overall_verdict(tests=[TESTS[0]], thresholds=[], regressions=[]) == "pass"

@@ -20,14 +20,20 @@ def overall_verdict(
     thresholds: Sequence[ThresholdFinding],
     regressions: Sequence[object],
 ) -> Verdict:
-    """The worst of: a failed test, a breach, a regression, a threshold on nothing; else ``pass``."""
+    """The worst of: a failed test, a breach, a regression, something not measured; else ``pass``.
+
+    Not measured (``incomplete``): a scenario that did not run (KAI missing or not ready: it is no
+    KAI failure or regression, and no pass either), or a threshold on a test or detail not produced.
+    """
     if any(test.get("status") == "failure" for test in tests):
         return "failure"
     if any(finding.status == "breach" for finding in thresholds):
         return "threshold"
     if regressions:
         return "regression"
-    if any(finding.status == "missing" for finding in thresholds):
+    if any(test.get("status") == "not_run" for test in tests) or any(
+        finding.status == "missing" for finding in thresholds
+    ):
         return "incomplete"
     return "pass"
 
@@ -66,7 +72,10 @@ def verdicts_document(
     :param previous_run_ids: each scenario's previous comparable run (None: it had none).
     """
     findings = [f.reason for f in thresholds if f.status != "pass"] + [f.reason for f in regressions]
-    reasons = [f"{t['test_name']!r} failed" for t in tests if t.get("status") == "failure"] + findings
+    ended = {"failure": "failed", "not_run": "did not run"}
+    reasons = [
+        f"{t['test_name']!r} {ended[t['status']]}" for t in tests if t.get("status") in ended
+    ] + findings
     per_test: dict[str, dict[str, dict[str, Any]]] = {}
 
     def slot(test_name: str, detail: str) -> dict[str, Any]:

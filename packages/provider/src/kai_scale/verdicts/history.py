@@ -46,7 +46,8 @@ def comparable_entries(
 ) -> list[dict[str, Any]]:
     """The successful ones of ``earlier_entries``: the history details are judged and calibrated on.
 
-    Failed runs are left out: their details are partial. ``last`` keeps only the newest so many.
+    Failed and incomplete runs are left out: their details are partial. ``last`` keeps only the
+    newest so many.
     """
     successful = [
         run
@@ -59,9 +60,9 @@ def comparable_entries(
 def produced_results(run: HistoricRun, *, scenario: str, test_names: Collection[str]) -> bool:
     """Whether ``scenario`` produced results in ``run``: one of its tests is there and it did not fail.
 
-    A scenario that failed or was skipped has an entry of its own in results.json, named after it
-    (``kai_scale.publishing.results_document``); ``test_names`` are the scenario's tests in the run
-    being compared.
+    A scenario that failed, did not run or was skipped has an entry of its own in results.json, named
+    after it (``kai_scale.publishing.results_document``); ``test_names`` are the scenario's tests in
+    the run being compared.
     """
     entries = [(test.get("test_name"), (test.get("details") or {}).get("scenario")) for test in run.tests]
     return (scenario, scenario) not in entries and any(name in test_names for name, _ in entries)
