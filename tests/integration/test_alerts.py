@@ -265,7 +265,9 @@ def _assert_the_bad_night_alert(
         airflow_run_id,
         500,
     )
-    assert payload["failed_scenarios"] == [{"scenario": "reclaim", "reason": RECLAIM_REASON}]
+    assert payload["failed_scenarios"] == [
+        {"scenario": "reclaim", "reason": RECLAIM_REASON, "failure_kind": "scenario"}
+    ]
     (regression,) = payload["regressions"]
     assert (regression["detail"], regression["better"]) == ("time", "lower")
     assert regression["p_value"] <= 0.001

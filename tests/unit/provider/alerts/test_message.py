@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from kai_scale.alerts.message import AlertRun, FailedTask, failed_run_alert, overdue_run_alert
+from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
+from kai_scale_model.outcome import FailureKind
 from tests.failed_night import FILL, RECLAIM_REASON, RUN_ID, failed_night
 
 AIRFLOW_RUN_ID = "scheduled__2026-11-22T02:00:00+00:00"
@@ -73,7 +75,10 @@ def test_the_json_says_the_same_as_the_text() -> None:
         500,
     )
     assert payload["verdict"] == "failure"
-    assert payload["failed_scenarios"] == [{"scenario": "reclaim", "reason": RECLAIM_REASON}]
+    assert payload["failed_scenarios"] == [
+        {"scenario": "reclaim", "reason": RECLAIM_REASON, "failure_kind": "scenario"}
+    ]
+    assert payload["not_run_scenarios"] == []
     (breach,) = payload["threshold_breaches"]
     assert (breach["detail"], breach["value"], breach["max"], breach["previous"]) == (
         "time",
@@ -95,6 +100,46 @@ def test_the_json_says_the_same_as_the_text() -> None:
         "verdicts": RUN.verdicts_url,
     }
     assert payload["summary_written"] is True
+
+
+def test_scenarios_not_run_and_the_pipelines_own_failures_are_told_apart_from_kais() -> None:
+    def entry(scenario: str, status: str, reason: str, kind: FailureKind | None) -> ScenarioEntry:
+        return ScenarioEntry(
+            scenario=scenario,
+            status=status,
+            reason=reason,
+            failure_kind=kind,
+            try_number=1,
+            outcome_key=None,
+            ginkgo_report_key=None,
+            outcome=None,
+        )
+
+    not_installed = "KAI not installed: CRD queues.scheduling.run.ai not found"
+    entries = [
+        entry("topology", "not_run", not_installed, None),
+        entry("reclaim", "not_run", not_installed, None),
+        entry("gpu-pod-throughput", "failure", "the runner pod produced no outcome", "infrastructure"),
+    ]
+    summary = run_summary(
+        run_id=RUN_ID, params={"node_count": 500}, entries=entries, runner_image="r:main", image_ids={}
+    )
+    alert = failed_run_alert(run=RUN, summary=summary, verdicts=None, failed_tasks=[])
+    assert (
+        alert.subject
+        == f"[KAI scale] run {RUN_ID} (500 nodes) failed: 1 scenario failed, 2 scenarios not run"
+    )
+    lines = alert.text.splitlines()
+    assert "  - gpu-pod-throughput (infrastructure): the runner pod produced no outcome" in lines
+    assert lines[lines.index("Scenarios not run (2):") + 1 :][:2] == [
+        f"  - topology: {not_installed}",
+        f"  - reclaim: {not_installed}",
+    ]
+    assert alert.payload["not_run_scenarios"] == [
+        {"scenario": "topology", "reason": not_installed},
+        {"scenario": "reclaim", "reason": not_installed},
+    ]
+    assert alert.payload["failed_scenarios"][0]["failure_kind"] == "infrastructure"
 
 
 def test_without_a_summary_the_alert_says_what_airflow_knows() -> None:

@@ -1,6 +1,7 @@
 """What an alert reports, picked out of the run summary and the verdicts document. Pure.
 
-The run summary (``runs/<run-id>/run-summary.json``) names the failed scenarios; the verdicts document
+The run summary (``runs/<run-id>/run-summary.json``) names the failed scenarios and those that did not
+run; the verdicts document
 (``Public/<run-id>/verdicts.json``) holds, per test and detail, the threshold finding, the change
 point and the comparison with the previous run. Values of duration details are in seconds, as the
 verdicts document keeps them.
@@ -16,6 +17,19 @@ from typing import Any
 @dataclass(frozen=True, kw_only=True)
 class FailedScenario:
     """A scenario of the run that failed."""
+
+    scenario: str
+    """Its name."""
+    reason: str
+    """Why, as the run summary says."""
+    failure_kind: str | None
+    """``scenario`` (it ran and failed) or ``infrastructure`` (it could not run or be recorded); None
+    in summaries written before failures had a kind."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotRunScenario:
+    """A selected scenario of the run that did not run: KAI was missing or not ready."""
 
     scenario: str
     """Its name."""
@@ -73,6 +87,8 @@ class Findings:
     """The run's verdict (``pass``, ``failure``, ``threshold``, ``regression``, ``incomplete``)."""
     failed_scenarios: tuple[FailedScenario, ...]
     """Scenarios that failed, with their reasons."""
+    not_run_scenarios: tuple[NotRunScenario, ...]
+    """Scenarios that did not run, with their reasons."""
     breaches: tuple[ThresholdBreach, ...]
     """Details outside their thresholds."""
     thresholds_on_nothing: tuple[ThresholdBreach, ...]
@@ -81,12 +97,26 @@ class Findings:
     """Regressions against the run's history."""
 
 
+def _reason(entry: Mapping[str, Any]) -> str:
+    return str(entry.get("reason") or "no reason given")
+
+
 def findings(*, summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None) -> Findings:
     """The findings of a run; empty where publishing left no summary or verdicts."""
+    entries = (summary or {}).get("scenarios", [])
     failed = tuple(
-        FailedScenario(scenario=str(entry["scenario"]), reason=str(entry.get("reason") or "no reason given"))
-        for entry in (summary or {}).get("scenarios", [])
+        FailedScenario(
+            scenario=str(entry["scenario"]),
+            reason=_reason(entry),
+            failure_kind=entry.get("failure_kind"),
+        )
+        for entry in entries
         if entry.get("status") == "failure"
+    )
+    not_run = tuple(
+        NotRunScenario(scenario=str(entry["scenario"]), reason=_reason(entry))
+        for entry in entries
+        if entry.get("status") == "not_run"
     )
     breaches: list[ThresholdBreach] = []
     on_nothing: list[ThresholdBreach] = []
@@ -124,6 +154,7 @@ def findings(*, summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] |
     return Findings(
         verdict=str(verdict) if verdict else None,
         failed_scenarios=failed,
+        not_run_scenarios=not_run,
         breaches=tuple(breaches),
         thresholds_on_nothing=tuple(on_nothing),
         regressions=tuple(regressions),

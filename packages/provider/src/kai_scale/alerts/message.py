@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from kai_scale.alerts.findings import Findings, ThresholdBreach, findings
+from kai_scale.alerts.findings import FailedScenario, Findings, ThresholdBreach, findings
 from kai_scale_model.durations import format_duration
 
 SUBJECT_PREFIX = "[KAI scale]"
@@ -86,6 +86,8 @@ def _headline(found: Findings, failed_tasks: Sequence[FailedTask]) -> str:
     parts = []
     if found.failed_scenarios:
         parts.append(_plural(len(found.failed_scenarios), "scenario") + " failed")
+    if found.not_run_scenarios:
+        parts.append(_plural(len(found.not_run_scenarios), "scenario") + " not run")
     if found.breaches:
         parts.append(_plural(len(found.breaches), "threshold breach", "threshold breaches"))
     if found.regressions:
@@ -111,6 +113,12 @@ def _breach_line(breach: ThresholdBreach) -> str:
         f"  - {breach.test_name!r} / {breach.detail!r}: {_number(breach.value)} {bound} "
         f"(previous run: {_number(breach.previous)})"
     )
+
+
+def _failed_line(failed: FailedScenario) -> str:
+    # The pipeline's own failures are marked: KAI's (the scenario ran and failed) need no mark.
+    kind = " (infrastructure)" if failed.failure_kind == "infrastructure" else ""
+    return f"  - {failed.scenario}{kind}: {failed.reason}"
 
 
 def _section(title: str, lines: Sequence[str], note: str = "") -> list[str]:
@@ -175,7 +183,8 @@ def failed_run_alert(
     body = [
         *header,
         "",
-        *_section("Failed scenarios", [f"  - {s.scenario}: {s.reason}" for s in found.failed_scenarios]),
+        *_section("Failed scenarios", [_failed_line(s) for s in found.failed_scenarios]),
+        *_section("Scenarios not run", [f"  - {s.scenario}: {s.reason}" for s in found.not_run_scenarios]),
         *_section("Threshold breaches", [_breach_line(b) for b in found.breaches], SECONDS),
         *_section(
             "Regressions",
@@ -207,6 +216,7 @@ def failed_run_alert(
             "reason": reason,
             "summary_written": summary is not None,
             "failed_scenarios": [asdict(s) for s in found.failed_scenarios],
+            "not_run_scenarios": [asdict(s) for s in found.not_run_scenarios],
             "threshold_breaches": [asdict(b) for b in found.breaches],
             "regressions": [asdict(r) for r in found.regressions],
             "thresholds_on_nothing": [asdict(b) for b in found.thresholds_on_nothing],
