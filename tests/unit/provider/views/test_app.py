@@ -130,6 +130,50 @@ def test_an_older_entry_without_failed_scenarios_shows_its_results_ones_but_is_n
     assert "0 of 3 runs" in client.get("/airflow/scale-tests/runs", params={"q": "reclaim"}).text
 
 
+def test_an_incomplete_run_and_a_failure_of_the_pipeline_are_shown_as_such(
+    client: TestClient, store: CountingStore
+) -> None:
+    incomplete = _entry(
+        23,
+        status="incomplete",
+        verdict="incomplete",
+        failure_kind=None,
+        not_run_scenarios=["sanity-fill-cluster", "reclaim"],
+    )
+    setup_failed = _entry(
+        24,
+        status="failure",
+        verdict="failure",
+        failure_kind="infrastructure",
+        failed_scenarios=["reclaim"],
+        not_run_scenarios=[],
+    )
+    store.put("Public/manifest.json", {"runs": [*ENTRIES, incomplete, setup_failed]})
+    store.put(
+        f"runs/{incomplete['run_id']}/run-summary.json",
+        {
+            "status": "incomplete",
+            "scenarios": [
+                {"scenario": "reclaim", "status": "not_run", "reason": "KAI not installed", "try_number": 1}
+            ],
+        },
+    )
+    runs = client.get("/airflow/scale-tests/runs").text
+    assert '<span class="outcome outcome-incomplete">incomplete</span>' in runs
+    assert '<span class="not-run">not run: sanity-fill-cluster, reclaim</span>' in runs
+    assert (
+        '<span class="outcome outcome-failure">failure</span> <span class="kind">infrastructure</span>'
+        in runs
+    )
+    run = client.get(f"/airflow/scale-tests/runs/{incomplete['run_id']}").text
+    assert '<span class="outcome outcome-not_run">not_run</span>' in run
+    assert "KAI not installed" in run
+    assert (
+        "<dd>failure (infrastructure)</dd>"
+        in client.get(f"/airflow/scale-tests/runs/{setup_failed['run_id']}").text
+    )
+
+
 def test_a_run_page_shows_its_scenarios_or_says_it_has_no_summary(client: TestClient) -> None:
     failed = client.get(f"/airflow/scale-tests/runs/{RUN_IDS[1]}").text
     assert 'data-scenario="reclaim"' in failed

@@ -31,6 +31,7 @@ def test_every_scenario_of_the_summary_with_its_tests_and_its_previous_run() -> 
         1,
         [],
     )
+    assert (reclaim.failure_kind, fill_cluster.failure_kind) == ("scenario", None)
     # A failed or skipped scenario produced nothing to compare.
     assert [(row.compared, row.previous_run_id) for row in (reclaim, topology)] == [(False, None)] * 2
     assert scenario_rows(None, verdicts) == []

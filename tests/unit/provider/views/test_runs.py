@@ -41,6 +41,7 @@ def test_an_entry_written_by_others_is_shown_with_what_it_has() -> None:
     assert row.outcome == "unknown"
     assert row.keys == published_keys(prefix="Public/", run_id="old-run")
     assert row.failed_scenarios is None, "not known from the entry"
+    assert (row.failure_kind, row.not_run_scenarios) == (None, ()), "older entries have neither"
 
 
 def test_the_outcome_is_the_verdict_or_before_verdicts_the_status() -> None:
@@ -94,6 +95,38 @@ ROWS = run_rows(
         ]
     }
 )
+
+
+def test_runs_that_did_not_run_scenarios_or_failed_in_the_pipeline_are_found_by_it() -> None:
+    rows = run_rows(
+        {
+            "runs": [
+                *[_entry(f"r{n}", f"2026-11-2{n}T02:00:00Z", failed_scenarios=[]) for n in range(3)],
+                _entry(
+                    "incomplete",
+                    "2026-11-23T02:00:00Z",
+                    status="incomplete",
+                    verdict="incomplete",
+                    failure_kind=None,
+                    failed_scenarios=[],
+                    not_run_scenarios=["sanity-fill-cluster"],
+                ),
+                _entry(
+                    "setup-failed",
+                    "2026-11-24T02:00:00Z",
+                    status="failure",
+                    verdict="failure",
+                    failure_kind="infrastructure",
+                    failed_scenarios=["burst-jobs"],
+                    not_run_scenarios=[],
+                ),
+            ]
+        }
+    )
+    assert [r.run_id for r in filter_runs(rows, RunFilter(outcome="incomplete"))] == ["incomplete"]
+    assert [r.run_id for r in filter_runs(rows, RunFilter(text="sanity"))] == ["incomplete"]
+    assert [r.run_id for r in filter_runs(rows, RunFilter(text="infra"))] == ["setup-failed"]
+    assert rows[1].not_run_scenarios == ("sanity-fill-cluster",)
 
 
 @pytest.mark.parametrize(

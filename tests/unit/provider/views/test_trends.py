@@ -20,8 +20,10 @@ def _row(day: int, *, node_count: int = 500, status: str = "success", verdict: s
         commit=f"c{day:02d}",
         status=status,
         verdict=verdict,
+        failure_kind=None,
         results_key=f"Public/run-{day:02d}/results.json",
         failed_scenarios=(),
+        not_run_scenarios=("sanity-fill-cluster", "reclaim") if status == "incomplete" else (),
     )
 
 
@@ -113,6 +115,25 @@ def test_failures_are_marked_at_their_value_or_without_one() -> None:
         ("run-03", f"{FILL} failed: timed out", 540.0),
         ("run-04", "the run failed (reclaim, fill)", None),
     ]
+
+
+def test_an_incomplete_run_without_a_value_is_marked_not_run_not_failed() -> None:
+    def not_run(scenario: str) -> dict[str, Any]:
+        return {"test_name": scenario, "status": "not_run", "details": {"scenario": scenario}}
+
+    throughput = {"test_name": THROUGHPUT, "status": "success", "details": {"pods": 400}}
+    runs = [
+        _run(1, [_fill("6m30s")]),
+        _run(2, [throughput, not_run("sanity-fill-cluster"), not_run("reclaim")], status="incomplete"),
+        # Incomplete, but this chart's scenario ran: its point is there, and needs no mark.
+        _run(3, [_fill("6m40s"), not_run("reclaim")], status="incomplete"),
+    ]
+    drawn = trend(runs, test_name=FILL, detail="time")
+    assert [point.run_id for point in drawn.points] == ["run-01", "run-03"]
+    assert [(mark.run_id, mark.text, mark.value) for mark in drawn.not_run] == [
+        ("run-02", "not measured: the run is incomplete (sanity-fill-cluster, reclaim did not run)", None)
+    ]
+    assert drawn.failures == []
 
 
 def test_threshold_bounds_and_regressions_come_from_the_verdicts() -> None:

@@ -21,16 +21,18 @@ class ScenarioRow:
     scenario: str
     """Its name."""
     status: str
-    """``success``, ``failure`` or ``skipped``."""
+    """``success``, ``failure``, ``not_run`` or ``skipped``."""
     reason: str | None
-    """Why it failed or was skipped."""
+    """Why it failed, did not run or was skipped."""
+    failure_kind: str | None
+    """For a failure: ``scenario`` or ``infrastructure``; None otherwise, and in older summaries."""
     try_number: int | None
     """The task try whose outputs count."""
     tests: list[tuple[str, str, dict[str, Any]]]
     """Its test entries: (test name, status, details)."""
     compared: bool
-    """Whether the verdicts compared it with an earlier run (not when it failed, was skipped, or the
-    run has no verdicts)."""
+    """Whether the verdicts compared it with an earlier run (not when it failed, did not run, was
+    skipped, or the run has no verdicts)."""
     previous_run_id: str | None
     """The run it was compared with: the newest earlier one at the node count in which it produced
     results (None: none had, or it was not compared)."""
@@ -47,6 +49,7 @@ def scenario_rows(summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any]
                 scenario=scenario,
                 status=str(entry.get("status")),
                 reason=entry.get("reason"),
+                failure_kind=entry.get("failure_kind"),
                 try_number=entry.get("try_number"),
                 tests=[
                     (str(test.get("test_name")), str(test.get("status")), dict(test.get("details") or {}))

@@ -32,14 +32,20 @@ class RunRow:
     commit: str | None
     """The KAI commit (or the ref, when the runner did not know the commit)."""
     status: str
-    """``success`` or ``failure``: whether a scenario failed."""
+    """``success``, ``failure`` (a scenario failed) or ``incomplete`` (one did not run)."""
     verdict: str | None
     """``pass``, ``failure``, ``threshold``, ``regression`` or ``incomplete``; None for older entries."""
+    failure_kind: str | None
+    """Whose failure: ``scenario`` (it ran and failed) or ``infrastructure`` (the pipeline's); None
+    when the run did not fail, and for entries written before failures had a kind."""
     results_key: str
     """Its ``results.json`` (the entry's ``path``)."""
     failed_scenarios: tuple[str, ...] | None
     """The scenarios that failed, as the entry names them; None for entries written before it did
     (their ``results.json`` names them)."""
+    not_run_scenarios: tuple[str, ...]
+    """The scenarios that did not run (KAI missing or not ready); none for entries written before
+    scenarios could end so."""
 
     @property
     def outcome(self) -> str:
@@ -59,6 +65,7 @@ def _row(entry: Mapping[str, Any]) -> RunRow | None:
         return None
     node_count = entry.get("node_count")
     failed = entry.get("failed_scenarios")
+    not_run = entry.get("not_run_scenarios")
     return RunRow(
         run_id=run_id,
         airflow_run_id=_text(entry.get("airflow_run_id")),
@@ -68,8 +75,10 @@ def _row(entry: Mapping[str, Any]) -> RunRow | None:
         commit=_text(entry.get("commit")),
         status=str(entry.get("status") or "unknown"),
         verdict=_text(entry.get("verdict")),
+        failure_kind=_text(entry.get("failure_kind")),
         results_key=path,
         failed_scenarios=tuple(str(name) for name in failed) if isinstance(failed, list) else None,
+        not_run_scenarios=tuple(str(name) for name in not_run) if isinstance(not_run, list) else (),
     )
 
 
@@ -108,15 +117,25 @@ class RunFilter:
     node_count: int | None = None
     """Only runs at this node count."""
     text: str | None = None
-    """Only runs whose run id, Airflow run id, KAI ref, commit, status, verdict or a failed scenario
-    (as the manifest entry names them) contains it."""
+    """Only runs whose run id, Airflow run id, KAI ref, commit, status, verdict, failure kind or a
+    failed or not-run scenario (as the manifest entry names them) contains it."""
 
 
 def _matches_text(row: RunRow, text: str) -> bool:
     # The manifest's fields only: searching 10,000 runs reads no other document.
     needle = text.lower()
-    fields = (row.run_id, row.airflow_run_id, row.kai_ref, row.commit, row.status, row.verdict)
-    return any(needle in field.lower() for field in (*fields, *(row.failed_scenarios or ())) if field)
+    fields = (
+        row.run_id,
+        row.airflow_run_id,
+        row.kai_ref,
+        row.commit,
+        row.status,
+        row.verdict,
+        row.failure_kind,
+        *(row.failed_scenarios or ()),
+        *row.not_run_scenarios,
+    )
+    return any(needle in field.lower() for field in fields if field)
 
 
 def filter_runs(rows: Sequence[RunRow], wanted: RunFilter) -> list[RunRow]:

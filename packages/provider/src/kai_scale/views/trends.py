@@ -1,9 +1,10 @@
 """The Trends page: one chart per test entry and detail, over a window of runs at one node count. Pure.
 
 A chart's points are the runs' values of that detail, read as the verdicts read them (durations in
-seconds); its marks are what a person looks for in a trend: runs that failed, the bounds of the
-scenario's threshold and the runs the verdicts flagged as a regression (from ``verdicts.json``, when
-the run has one).
+seconds); its marks are what a person looks for in a trend: runs that failed, incomplete runs without
+a value (their scenarios did not run: KAI missing or not ready), the bounds of the scenario's
+threshold and the runs the verdicts flagged as a regression (from ``verdicts.json``, when the run has
+one).
 """
 
 from __future__ import annotations
@@ -154,6 +155,8 @@ class Trend:
     """The runs that have a value, oldest first."""
     failures: list[TrendMark] = field(default_factory=list)
     """Runs that failed (this test, or another scenario), at their value when they have one."""
+    not_run: list[TrendMark] = field(default_factory=list)
+    """Incomplete runs without a value: scenarios did not run, so nothing was measured (no failure)."""
     regressions: list[TrendMark] = field(default_factory=list)
     """Runs the verdicts flagged: this detail changed significantly for the worse."""
     bound_min: float | None = None
@@ -173,6 +176,7 @@ def trend(runs: Sequence[PublishedRun], *, test_name: str, detail: str) -> Trend
     """The chart of ``detail`` of ``test_name`` over ``runs`` (oldest first)."""
     points: list[TrendPoint] = []
     failures: list[TrendMark] = []
+    not_run: list[TrendMark] = []
     regressions: list[TrendMark] = []
     written: list[object] = []
     bounds: tuple[float | None, float | None] = (None, None)
@@ -208,6 +212,9 @@ def trend(runs: Sequence[PublishedRun], *, test_name: str, detail: str) -> Trend
             failures.append(
                 _mark(row, f"the run failed ({scenarios})", value=measured[0] if measured else None)
             )
+        elif row.status == "incomplete" and measured is None:
+            scenarios = ", ".join(row.not_run_scenarios) or "a scenario"
+            not_run.append(_mark(row, f"not measured: the run is incomplete ({scenarios} did not run)"))
         change = judged.get("change_point")
         if change and measured is not None:
             regressions.append(_mark(row, str(change.get("reason") or "regression"), value=measured[0]))
@@ -217,6 +224,7 @@ def trend(runs: Sequence[PublishedRun], *, test_name: str, detail: str) -> Trend
         unit=_unit(detail, written),
         points=points,
         failures=failures,
+        not_run=not_run,
         regressions=regressions,
         bound_min=bounds[0],
         bound_max=bounds[1],

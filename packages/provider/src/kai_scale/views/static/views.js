@@ -49,6 +49,17 @@ function trendOption(trend) {
       lineStyle: {color: "#c62828", type: "solid", width: 2},
     });
   }
+  // An incomplete run without a value (its scenarios did not run: KAI missing or not ready) is no
+  // failure: a grey dotted line at its time.
+  for (const mark of trend.not_run) {
+    markLines.push({
+      name: "not run",
+      xAxis: Date.parse(mark.timestamp),
+      text: `${mark.run_id} (${shortTime(mark.timestamp)}): ${mark.text}`,
+      label: {formatter: "not run", position: "end"},
+      lineStyle: {color: "#78909c", type: "dotted", width: 2},
+    });
+  }
   const markPoints = trend.regressions.map((regression) => ({
     name: "regression",
     coord: [Date.parse(regression.timestamp), regression.value],
@@ -163,6 +174,7 @@ function draw(box, data) {
     });
     box.dataset.points = data.points.length;
     box.dataset.failures = data.failures.length;
+    box.dataset.notRun = data.not_run.length;
     box.dataset.regressions = data.regressions.length;
   } else {
     chart.setOption(metricOption(data));
