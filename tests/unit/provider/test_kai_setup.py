@@ -76,7 +76,9 @@ def _before() -> dict[str, dict[str, Any]]:
 
 def test_without_kai_nothing_is_patched_or_awaited() -> None:
     cluster, clock = StandInCluster(kai=False, polls=[]), Clock()
-    assert _tune(cluster, clock) == ["KAI not installed: nothing to tune (ginkgo scenarios will be skipped)"]
+    assert _tune(cluster, clock) == [
+        "KAI not installed: nothing to tune (the scenarios that need KAI will not run)"
+    ]
     assert (cluster.patched, cluster.namespaces) == ([], [])
 
 

@@ -41,7 +41,7 @@ def tune_kai(
     :param timeout: seconds to wait for the rollout; SetupError after, naming what is not rolled out.
     """
     if not cluster.crd_exists(KAI_SHARD_CRD):
-        return ["KAI not installed: nothing to tune (ginkgo scenarios will be skipped)"]
+        return ["KAI not installed: nothing to tune (the scenarios that need KAI will not run)"]
     tuning = kai_tuning.load_profile(include_dir, profile)
     lines = [f"tuning profile {tuning.name} ({tuning.path})"]
     for patch in tuning.patches:
