@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +14,10 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from kai_scale.metrics.prometheus_api import PrometheusClient
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+from kai_scale_runner.kai_detection import KAI_NAMESPACE, SCHEDULER_APP, serving
 from localenv.environment import LocalEnvironment
+from localenv.node import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.settings import Settings
 from tests.integration.airflow_env import TEST_RUNNER_IMAGE, migrate_airflow_db, push_test_runner_image
 from tests.waiting import wait_for
@@ -126,8 +130,8 @@ def airflow_on_local_env(local_env: LocalEnvironment, airflow_db: None) -> Itera
 
 
 @pytest.fixture
-def fake_kai(local_env: LocalEnvironment) -> Iterator[None]:
-    """KAI's Queue CRD alone, so the runner counts KAI as installed (the stand-in suite needs no more)."""
+def kai_queue_crd(local_env: LocalEnvironment) -> Iterator[None]:
+    """KAI's Queue CRD alone: KAI counts as installed but not ready (no scheduler of it serves)."""
     local_env.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(FAKE_KAI_QUEUE_CRD))
     wait_for(
         lambda: (
@@ -145,6 +149,75 @@ def fake_kai(local_env: LocalEnvironment) -> Iterator[None]:
     )
     yield
     local_env.kubectl("delete", "crd", "queues.scheduling.run.ai", "--wait=true")
+
+
+@pytest.fixture
+def fake_kai(kai_queue_crd: None, core: client.CoreV1Api) -> Iterator[None]:
+    """KAI's Queue CRD and a stand-in of its scheduler's pod, running and ready on the real node.
+
+    So the runner counts KAI as ready (kai_scale_runner.kai_detection); the stand-in suite needs no
+    more. The pod only sleeps: it carries the label the runner looks for, app=kai-scheduler-default in
+    namespace kai-scheduler. The namespace is removed afterwards if it was made here.
+    """
+    try:
+        core.create_namespace({"metadata": {"name": KAI_NAMESPACE, "labels": {TEST_LABEL: "true"}}})
+        created = True
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        created = False
+    wait_for(
+        lambda: _exists(lambda: core.read_namespaced_service_account("default", KAI_NAMESPACE)),
+        timeout=30,
+        what=f"the default ServiceAccount of {KAI_NAMESPACE}",
+    )
+    name = FAKE_KAI_SCHEDULER_POD["metadata"]["name"]
+    core.create_namespaced_pod(KAI_NAMESPACE, FAKE_KAI_SCHEDULER_POD)
+    wait_for(
+        lambda: serving(core.read_namespaced_pod(name, KAI_NAMESPACE)),
+        timeout=120,
+        what="the stand-in of KAI's scheduler to run and be ready",
+        interval=0.5,
+    )
+    yield
+    core.delete_namespaced_pod(name, KAI_NAMESPACE, grace_period_seconds=0)
+    wait_for(
+        lambda: not _exists(lambda: core.read_namespaced_pod(name, KAI_NAMESPACE)),
+        timeout=60,
+        what=f"pod {name} to be deleted",
+    )
+    if created:
+        core.delete_namespace(KAI_NAMESPACE)
+        wait_for(lambda: _namespace_gone(core, KAI_NAMESPACE), timeout=120, what=f"{KAI_NAMESPACE} deleted")
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+FAKE_KAI_SCHEDULER_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "kai-scheduler-default-standin",
+        "labels": {"app": SCHEDULER_APP, TEST_LABEL: "true"},
+    },
+    "spec": {
+        # Where the runner pods go: the tainted system node of the local environment.
+        "nodeSelector": {SYSTEM_NODE_LABEL: "system"},
+        "tolerations": [{**SYSTEM_NODE_TAINT, "operator": "Equal"}],
+        "terminationGracePeriodSeconds": 0,
+        "containers": [
+            {"name": "scheduler", "image": f"{DEFAULT_RUNNER_IMAGE}:main", "command": ["sleep", "infinity"]}
+        ],
+    },
+}
 
 
 FAKE_KAI_QUEUE_CRD = {

@@ -55,8 +55,9 @@ def test_full_run_of_the_shipped_dag(
     """The DAG file as shipped, node_count 100 (Prometheus already has rates: the window is short).
 
     The runner pods run the shipped runner image (not the tests' one with the stand-in suite). KAI is
-    not installed here, so the KAI suite's scenarios end as skipped with that reason, and the GPU
-    workload runs for real against kube-scheduler.
+    not installed here, so the KAI suite's scenarios end as not run with that reason: their tasks
+    fail, the run is incomplete (published, then publish_results fails) and the DAG run fails. The GPU
+    workload runs for real against kube-scheduler, and teardown runs.
     """
     monkeypatch.setenv("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE)
     import kai_scale_nightly  # noqa: PLC0415 - imported after the fixtures point Airflow at the local environment
@@ -64,8 +65,7 @@ def test_full_run_of_the_shipped_dag(
     size_before = _node_pool_size(local_env)
     dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": 100})
     states = _states(dag_run)
-    assert dag_run.state == "success", states
-    assert states["tear_down_environment"] == "success"
+    assert dag_run.state == "failed", states
     summary = _summary(dag_run)
     by_name = {entry["scenario"]: entry for entry in summary["scenarios"]}
     workload = by_name.pop("gpu-pod-throughput")
@@ -75,12 +75,23 @@ def test_full_run_of_the_shipped_dag(
     assert measurement["details"]["pods"] == measurement["details"]["scheduled pods"] == 400
     assert measurement["details"]["throughput average (pods/s)"] > 0
     for name, entry in by_name.items():
-        assert (entry["status"], entry["reason"]) == (
-            "skipped",
+        assert (entry["status"], entry["reason"], entry["failure_kind"]) == (
+            "not_run",
             "KAI not installed: CRD queues.scheduling.run.ai not found",
+            None,
         ), name
+        assert states[f"run_{name.replace('-', '_')}"] == "failed", name
+    assert states["run_gpu_pod_throughput"] == "success"
+    assert (states["collect_metrics"], states["publish_results"]) == ("success", "failed")
+    assert states["tear_down_environment"] == "success"
+    assert (summary["status"], summary["failure_kind"], summary["failed_scenarios"]) == (
+        "incomplete",
+        None,
+        [],
+    )
+    assert sorted(summary["not_run_scenarios"]) == sorted(by_name)
     assert summary["node_count"] == 100
-    published = _checkpublished_run(summary["run_id"], skipped=sorted(by_name))
+    published = _checkpublished_run(summary["run_id"], not_run=sorted(by_name))
     # The digest the node pulled is the one the local registry serves: the image built from the Dockerfile.
     pushed = local_env.registry().digest(f"{DEFAULT_RUNNER_IMAGE}:main")
     image_ids = published["results"]["metadata"]["runner_image_ids"]
@@ -93,7 +104,7 @@ def test_full_run_of_the_shipped_dag(
     assert leftovers == []
 
 
-def _checkpublished_run(run_id: str, *, skipped: list[str]) -> dict[str, Any]:
+def _checkpublished_run(run_id: str, *, not_run: list[str]) -> dict[str, Any]:
     published = published_run(run_id)
     metadata = published["results"]["metadata"]
     assert metadata["kwok_node_count"] == 100
@@ -103,24 +114,27 @@ def _checkpublished_run(run_id: str, *, skipped: list[str]) -> dict[str, Any]:
     assert metadata["service_resources"]["scheduler"]["requests"] == {"cpu": "3", "memory": "7Gi"}
     assert metadata["kubernetes_version"] == "v1.34.4", "read from the cluster, not assumed"
     assert metadata["runner_image"] == f"{DEFAULT_RUNNER_IMAGE}:main"
-    assert set(metadata["runner_image_ids"]) == {"gpu-pod-throughput", *skipped}
-    assert published["results"]["results"]["status"] == "success"
-    tests = {test["test_name"]: test for test in published["results"]["results"]["tests"]}
+    assert set(metadata["runner_image_ids"]) == {"gpu-pod-throughput", *not_run}
+    results = published["results"]["results"]
+    assert (results["status"], results["failure_kind"]) == ("incomplete", None)
+    tests = {test["test_name"]: test for test in results["tests"]}
     assert tests.pop("GPU pod scheduling throughput")["status"] == "success"
-    assert sorted(tests) == skipped, "a skipped scenario still appears, by name"
+    assert sorted(tests) == not_run, "a scenario that did not run still appears, by name"
     for test in tests.values():
-        assert test["status"] == "skipped"
+        assert test["status"] == "not_run"
         assert test["details"]["message"] == "KAI not installed: CRD queues.scheduling.run.ai not found"
     assert published["report"] == [], "no suite ran, so the merged report is empty"
     metrics = published["metrics"]["scenarios"]
-    assert set(metrics) == {"gpu-pod-throughput", *skipped}
+    assert set(metrics) == {"gpu-pod-throughput", *not_run}
     workload = metrics["gpu-pod-throughput"]
     assert workload["status"] == "collected"
     assert workload["window"]["source"] == "runner"
     assert workload["metrics"]["apiserver_request_rate"]["series"], "the API server is scraped locally"
     (entry,) = published["entries"]
     assert entry["path"] == published["results_key"]
-    assert (entry["status"], entry["node_count"]) == ("success", 100)
+    assert (entry["status"], entry["verdict"], entry["node_count"]) == ("incomplete", "incomplete", 100)
+    assert (entry["failure_kind"], entry["failed_scenarios"]) == (None, [])
+    assert sorted(entry["not_run_scenarios"]) == not_run
     return published
 
 
@@ -172,7 +186,7 @@ def test_ginkgo_path_with_the_standin_suite(
     assert json.loads(report)[0]["SuiteSucceeded"] is True
 
     failed = by_name["standin-fail"]
-    assert failed["status"] == "failure"
+    assert (failed["status"], failed["failure_kind"]) == ("failure", "scenario"), "the suite ran and failed"
     assert "expected all 4000 pods to be scheduled" in failed["reason"]
     assert failed["outcome"]["tests"][0]["status"] == "failure"
 
@@ -181,7 +195,10 @@ def test_ginkgo_path_with_the_standin_suite(
     assert "Ginkgo JSON report is unreadable (truncated?)" in truncated["reason"]
 
     published = published_run(_summary(dag_run)["run_id"])
-    assert published["results"]["results"]["status"] == "failure"
+    assert (published["results"]["results"]["status"], published["results"]["results"]["failure_kind"]) == (
+        "failure",
+        "scenario",
+    )
     merged = published["report"]
     assert sorted(suite["SuiteSucceeded"] for suite in merged) == [False, True], (
         "the pass and fail reports merged; the truncated one left out"
@@ -263,9 +280,11 @@ def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     states = _states(dag_run)
     assert states["run_small_workload"] == "failed"
     assert states["tear_down_environment"] == "success"
-    (entry,) = _summary(dag_run)["scenarios"]
-    assert entry["status"] == "failure"
+    summary = _summary(dag_run)
+    (entry,) = summary["scenarios"]
+    assert (entry["status"], entry["failure_kind"]) == ("failure", "infrastructure")
     assert "produced no outcome" in entry["reason"]
+    assert (summary["status"], summary["failure_kind"]) == ("failure", "infrastructure")
 
 
 @pytest.mark.usefixtures("fake_kai")
