@@ -122,6 +122,10 @@ def test_entries_keep_the_runners_status_and_failure_kind() -> None:
     assert (crashed.status, crashed.failure_kind) == ("failure", "infrastructure")
     passed = _from_runner(replace(OUTCOME, status="success", reason=None))
     assert passed.failure_kind is None
+    older = _from_runner(replace(OUTCOME, status="skipped", reason="KAI not installed: CRD ...", tests=()))
+    assert (older.status, older.reason) == ("not_run", "KAI not installed: CRD ..."), (
+        "an older runner's skip of a selected scenario: KAI was missing"
+    )
 
 
 @pytest.mark.parametrize(

@@ -55,12 +55,13 @@ def _entry(
         kai_commit_hash=commit,
     )
     outputs = {"try_number": 1, "keys": {OUTCOME: "r", GINKGO_REPORT: "p"}}
+    selected = status != "skipped"  # a skipped scenario is one the run did not select
     return scenario_entry(
         scenario=scenario,
-        selected=True,
-        outputs=outputs,
-        outcome_text=outcome.to_json(),
-        ginkgo_report_exists=True,
+        selected=selected,
+        outputs=outputs if selected else None,
+        outcome_text=outcome.to_json() if selected else None,
+        ginkgo_report_exists=selected,
     )
 
 

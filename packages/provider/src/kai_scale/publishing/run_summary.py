@@ -97,7 +97,8 @@ def scenario_entry(
         )
     return ScenarioEntry(
         **common,
-        status=outcome.status,
+        # A selected scenario is never skipped: an older runner said so when it found no KAI.
+        status="not_run" if outcome.status == "skipped" else outcome.status,
         reason=outcome.reason,
         outcome=json.loads(outcome.to_json()),
         # An older runner names no kind: its failures were the scenario's own.
