@@ -36,7 +36,7 @@ venv: $(BIN)/.installed ## create the virtual environment from the lock files
 lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose file checks
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/hadolint docker/*/Dockerfile
+	$(BIN)/hadolint docker/*/Dockerfile localenv/images/*/Dockerfile
 
 typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy

@@ -3,7 +3,8 @@
 # without Docker: with buildah, on base images made from Debian packages by mmdebstrap, from a KAI
 # source tree:
 # - the runner image (docker/runner/Dockerfile), its suite compiled from that tree;
-# - KAI's own images (docker/kai/Dockerfile): its services and the chart's crd-upgrader hook image.
+# - KAI's own images (localenv/images/kai): its services and the chart's crd-upgrader hook image;
+# - the fake GPU operator's (localenv/images/fake-gpu-operator), from its source archive.
 # Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
 #
 # Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP)
@@ -15,6 +16,7 @@
 #                             (default: the snapshot in ../shared/vendor beside the repository)
 #        KAI_COMMIT           KAI_SOURCE's commit, when it cannot be read from it
 #        KAI_REF              the runner image's tag: by convention the KAI ref it was built from
+#        KAI_LOCALENV_VENDOR_DIR  the source archives of the fake GPU operator (default ../shared/vendor)
 # Needs: root (buildah's storage, mmdebstrap's chroot), buildah and mmdebstrap (Debian packages; build.sh
 #        installs them), git, and Go.
 # mmdebstrap runs its hooks with the chroot as "$1": the single quotes of the hooks are meant.
@@ -32,6 +34,10 @@ log_dir="$cache_root/build-logs"
 RUNNER_IMAGE="ghcr.io/kai-scale-pipeline/runner"
 # Where KAI publishes its images (its README's install); here they are tagged with the commit built.
 KAI_IMAGE_REPOSITORY="ghcr.io/kai-scheduler/kai-scheduler"
+# The source archives of what the module proxy refuses (../shared/vendor/README.md): the fake GPU
+# operator at the version include/manifests/installs.yaml pins.
+VENDOR_DIR="${KAI_LOCALENV_VENDOR_DIR:-$(dirname "$repo")/shared/vendor}"
+FAKE_GPU_OPERATOR_VERSION="v0.0.73"
 KAI_SOURCE="${KAI_SOURCE:-$(dirname "$repo")/shared/vendor/kai-scheduler-d5bc503a1463.tar.gz}"
 KAI_REF="${KAI_REF:-main}"
 # The Go of the suite's build base (KAI's go.mod asks for at least its `go` line), from the module proxy.
@@ -283,11 +289,47 @@ push_runner() { # <local image>
   echo "$target@$(cat "$digest_file")"
 }
 
+# --- Images of static Go binaries, from localenv/images/<project>/Dockerfile ---
+
+# The base of these images: Debian's minimal system, in place of the distroless and ubuntu bases of
+# their upstream Dockerfiles (which this build cannot pull).
+minimal_base() {
+  debian_base minimal-base "localhost/kai-scale-pipeline/minimal-base:$DEBIAN_SUITE-$(base_key </dev/null)" --
+}
+
+# Static binaries of a Go source tree's main packages, built once into a cached directory.
+go_binaries() { # <name> <source dir> <out dir> <ldflags> <packages...>
+  local name="$1" source="$2" out="$3" ldflags="$4"
+  shift 4
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  cached_step "$name" "$out" "$(basename "${*: -1}")" bash -c 'cd "$0" && CGO_ENABLED=0 GOFLAGS=-mod=mod GONOSUMDB="$1" \
+    go build -trimpath -ldflags "$2" -o "$3/" "${@:4}"' "$source" "$KAI_GONOSUMDB" "$ldflags" "$out.tmp" "$@"
+}
+
+# Builds <project>'s Dockerfile target as a local image (once, keyed by the Dockerfile and the build's
+# options, whose context directories are keyed by what they hold) and pushes it as <reference>.
+project_image() { # <project> <target> <reference> <buildah build options...>
+  local project="$1" target="$2" reference="$3" dir key image log
+  shift 3
+  dir="$here/images/$project"
+  log="$log_dir/images-$project.log"
+  key="$({ cat "$dir/Dockerfile"; printf '%s\n' "$target" "$@"; buildah --version; } | sha256sum | cut -c1-12)"
+  image="localhost/kai-scale-pipeline/$project-$target:$key"
+  if ! image_exists "$image"; then
+    in_store build --format docker --isolation chroot --pull=never "$@" --target "$target" \
+      --tag "$image" --file "$dir/Dockerfile" "$dir" >>"$log" 2>&1 ||
+      fail "building the $project image $target failed; see $log"
+    remove_superseded "$image"
+  fi
+  in_store push --quiet --tls-verify=false "$image" "docker://$registry/$reference" >&2 ||
+    fail "pushing $image to $registry/$reference failed"
+}
+
 # --- KAI's own images ---
 
-# KAI's services, each an image of one static binary (docker/kai/Dockerfile's `service`). KAI's Makefile
-# builds them with cgo; without it they build static for the Debian base (resourcereservation needs cgo
-# and runs only on GPU nodes, which are KWOK's here: not built).
+# KAI's services, each an image of one static binary (localenv/images/kai's `service`). KAI's Makefile
+# builds them with cgo; without it they build static (resourcereservation needs cgo and runs only on
+# GPU nodes, which are KWOK's here: not built).
 KAI_SERVICES=(scheduler binder podgrouper podgroupcontroller queuecontroller admission operator)
 KAI_VERSION_PKG="github.com/kai-scheduler/KAI-scheduler/pkg/scheduler/version"
 
@@ -301,54 +343,45 @@ check_kai_source() { # <KAI source dir>
     fail "$KAI_SOURCE is not a KAI source tree: no ${missing[*]} in $1 (KAI_SOURCE must be a KAI checkout or a \`git archive\` of one)"
 }
 
-build_kai_binaries() { # <KAI source dir> <commit> <out dir>
-  local ldflags="-s -w -X $KAI_VERSION_PKG.gitCommit=$2 -X $KAI_VERSION_PKG.gitVersion=${2:0:12}"
-  ldflags+=" -X $KAI_VERSION_PKG.gitTreeState=clean -X $KAI_VERSION_PKG.buildDate=1970-01-01T00:00:00Z"
-  (cd "$1" && CGO_ENABLED=0 GOFLAGS=-mod=mod GONOSUMDB="$KAI_GONOSUMDB" \
-    go build -trimpath -ldflags "$ldflags" -o "$3/" "${KAI_SERVICES[@]/#/./cmd/}")
-  # The hook image's kubectl: the one localenv/build.sh built from the Kubernetes module.
-  cp -L "$cache_root/bin/current/kubectl" "$3/kubectl"
-}
-
-kai_binaries() { # <KAI source dir> <commit>: prints the directory of the binaries and a kubectl
-  local dir
-  [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
-  dir="$images_root/kai-bin/${2:0:12}-$(go env GOVERSION)"
-  cached_step "kai-${2:0:12}" "$dir" operator build_kai_binaries "$1" "$2" "$dir.tmp"
-  echo "$dir"
-}
-
-kai_base() {
-  debian_base kai-base "localhost/kai-scale-pipeline/kai-base:$DEBIAN_SUITE-$(base_key </dev/null)" -- 
-}
-
-# Builds docker/kai/Dockerfile's <target> as <image> (once) and pushes it as <reference>.
-kai_image() { # <target> <name> <KAI source dir> <binaries dir> <base> <reference> [build args...]
-  local target="$1" name="$2" source="$3" binaries="$4" base="$5" reference="$6" key image
-  shift 6
-  key="$({ cat "$repo/docker/kai/Dockerfile"; printf '%s\n' "$binaries" "$base" "$@"; buildah --version
-    sha256sum "$binaries/"*; } | sha256sum | cut -c1-12)"
-  image="localhost/kai-scale-pipeline/kai-$name:$key"
-  if ! image_exists "$image"; then
-    in_store build --format docker --isolation chroot --pull=never \
-      --build-context "kai-source=$source" --build-context "kai-bin=$binaries" \
-      --build-arg "BASE_IMAGE=$base" "${@/#/--build-arg=}" --target "$target" \
-      --tag "$image" --file "$repo/docker/kai/Dockerfile" "$repo/docker/kai" >>"$log_dir/kai-images.log" 2>&1 ||
-      fail "building KAI's $name image failed; see $log_dir/kai-images.log"
-    remove_superseded "$image"
-  fi
-  in_store push --quiet --tls-verify=false "$image" "docker://$registry/$reference" >&2 ||
-    fail "pushing $image to $registry/$reference failed"
-}
-
 kai_images() { # <KAI source dir> <commit>
-  local binaries base service tag="${2:0:12}"
-  binaries="$(kai_binaries "$1" "$2")"
-  base="$(kai_base)"
+  local binaries base service tag="${2:0:12}" ldflags
+  ldflags="-s -w -X $KAI_VERSION_PKG.gitCommit=$2 -X $KAI_VERSION_PKG.gitVersion=$tag"
+  ldflags+=" -X $KAI_VERSION_PKG.gitTreeState=clean -X $KAI_VERSION_PKG.buildDate=1970-01-01T00:00:00Z"
+  [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
+  binaries="$images_root/kai-bin/$tag-$(go env GOVERSION)"
+  go_binaries "kai-$tag" "$1" "$binaries" "$ldflags" "${KAI_SERVICES[@]/#/./cmd/}"
+  # The hook image's kubectl: the one localenv/build.sh built from the Kubernetes module.
+  cp -L "$cache_root/bin/current/kubectl" "$binaries/kubectl"
+  base="$(minimal_base)"
+  local contexts=(--build-context "kai-source=$1" --build-context "kai-bin=$binaries" --build-arg "BASE_IMAGE=$base")
   for service in "${KAI_SERVICES[@]}"; do
-    kai_image service "$service" "$1" "$binaries" "$base" "$KAI_IMAGE_REPOSITORY/$service:$tag" "SERVICE=$service"
+    project_image kai service "$KAI_IMAGE_REPOSITORY/$service:$tag" "${contexts[@]}" --build-arg "SERVICE=$service"
   done
-  kai_image crd-upgrader crd-upgrader "$1" "$binaries" "$base" "$KAI_IMAGE_REPOSITORY/crd-upgrader:$tag"
+  project_image kai crd-upgrader "$KAI_IMAGE_REPOSITORY/crd-upgrader:$tag" "${contexts[@]}"
+}
+
+# --- The fake GPU operator's images ---
+
+# Its components that run on a cluster of KWOK GPU nodes (localenv/images/fake-gpu-operator), tagged
+# with the chart's version as its release tags them.
+FAKE_GPU_OPERATOR_COMPONENTS=(status-updater kwok-gpu-device-plugin topology-server status-exporter)
+
+fake_gpu_operator_images() {
+  local source binaries component archive="$VENDOR_DIR/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION.tar.gz"
+  [[ -f "$archive" ]] ||
+    fail "no fake GPU operator source at $archive: put a \`git archive\` of run-ai/fake-gpu-operator $FAKE_GPU_OPERATOR_VERSION there or set KAI_LOCALENV_VENDOR_DIR"
+  source="$images_root/sources/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION"
+  cached_step "fake-gpu-operator-source-$FAKE_GPU_OPERATOR_VERSION" "$source" go.mod \
+    tar -xzf "$archive" -C "$source.tmp" --strip-components=1 --no-same-owner
+  binaries="$images_root/fake-gpu-operator-bin/$FAKE_GPU_OPERATOR_VERSION-$(go env GOVERSION)"
+  go_binaries "fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION" "$source" "$binaries" "-s -w" \
+    ./cmd/status-updater ./cmd/kwok-gpu-device-plugin ./cmd/topology-server ./cmd/status-exporter \
+    ./cmd/status-exporter-kwok
+  for component in "${FAKE_GPU_OPERATOR_COMPONENTS[@]}"; do
+    project_image fake-gpu-operator "$component" \
+      "ghcr.io/run-ai/fake-gpu-operator/$component:${FAKE_GPU_OPERATOR_VERSION#v}" \
+      --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$(minimal_base)"
+  done
 }
 
 commit="$(kai_commit_of_source)"
@@ -356,6 +389,7 @@ source_dir="$(kai_source_dir "$commit")"
 check_kai_source "$source_dir"
 check_go_version "$source_dir"
 kai_images "$source_dir" "$commit"
+fake_gpu_operator_images
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
