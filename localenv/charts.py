@@ -70,6 +70,8 @@ VENDOR_CHARTS = (
         ),
     ),
 )
+# The OCI registries the charts come from: the setup's source mirrors point them at the local registry.
+CHART_REGISTRIES = tuple(sorted({chart.oci_repository.split("/", 1)[0] for chart in VENDOR_CHARTS}))
 
 
 def vendor_dir() -> Path:

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from localenv import kai, processes, settings
-from localenv.charts import ChartPusher, vendor_dir
+from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
 from localenv.kai import BuiltImages
 from localenv.node import (
     COREDNS_IMAGE,
@@ -558,11 +558,23 @@ class LocalEnvironment:
             "KAI_SCALE_KAI_TUNING_PROFILE": "local",
         }
         if config.real_node:
-            # The runner pods go where a cluster's system pods go: onto the tainted system node.
+            # The pipeline's pods go where a cluster's system pods go: onto the tainted system node.
             taint = SYSTEM_NODE_TAINT
-            exports["KAI_SCALE_RUNNER_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
-            exports["KAI_SCALE_RUNNER_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
+            exports["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
+            exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
+            # This cluster is air-gapped: the setup installs its charts from the local registry.
+            exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
+            # The worker has helm, as the Airflow image does.
+            exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
         return exports
+
+    def source_mirrors(self) -> list[dict[str, Any]]:
+        """The local registry as the mirror of the charts' OCI registries (charts.py pushes them there)."""
+        registry = self.registry().address
+        return [
+            {"upstream": f"oci://{upstream}/", "mirror": f"oci://{registry}/{upstream}/", "plain_http": True}
+            for upstream in CHART_REGISTRIES
+        ]
 
 
 @contextmanager

@@ -206,9 +206,9 @@ def test_the_teardown_runs_whatever_became_of_the_setup(dag: DAG) -> None:
 
 
 def test_runner_placement_settings_reach_every_runner_pod(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KAI_SCALE_RUNNER_NODE_SELECTOR", "kai-scale.dev/node-role=system")
+    monkeypatch.setenv("KAI_SCALE_SYSTEM_NODE_SELECTOR", "kai-scale.dev/node-role=system")
     monkeypatch.setenv(
-        "KAI_SCALE_RUNNER_TOLERATIONS", "kai-scale.dev/node-role=system:NoSchedule,gpu:NoSchedule"
+        "KAI_SCALE_SYSTEM_TOLERATIONS", "kai-scale.dev/node-role=system:NoSchedule,gpu:NoSchedule"
     )
     dag = DagBag(dag_folder=str(REPO / "dags")).dags["kai_scale_nightly"]
     runners = [task for task in dag.tasks if isinstance(task, ScenarioPodOperator)]

@@ -1,9 +1,10 @@
 """The setup's helm path: a real helm (built from Go modules) against the local API server.
 
-The charts that include/manifests/installs.yaml pins cannot be fetched here, so these tests install
-small local charts of their own in their place, shaped like what the setup relies on: the fake GPU
-operator's ``topology`` ConfigMap and the two Deployments KAI's setup removes. helm, the API server,
-the Airflow connection and the setup code are the real ones.
+The fake GPU operator's chart is the real one, from the local registry as the deployment's mirror,
+with its images built from its source. The monitoring charts are not served yet (issue 11), so small
+local charts of their own stand in for them, to test helm's release handling: install once, upgrade on
+a changed value, the connection's context. helm, the API server, the Airflow connection and the setup
+code are the real ones.
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ from kubernetes import client
 
 from kai_scale.cluster import helm
 from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import Sources
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
+from localenv.node import NODE_NAME
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
@@ -105,51 +110,53 @@ def release_namespace(core: client.CoreV1Api) -> Iterator[str]:
         core.delete_namespace(name, grace_period_seconds=0)
 
 
-@pytest.mark.usefixtures("helm_worker")
-def test_fake_gpu_operator_is_installed_with_its_values_and_trimmed(
-    tmp_path: Path, release_namespace: str, api_client: client.ApiClient
+def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
+    local_env: LocalEnvironment, core: client.CoreV1Api
 ) -> None:
-    chart = _write_chart(
-        tmp_path,
-        name="fake-gpu-operator",
-        version="0.0.73",
-        templates=FAKE_GPU_OPERATOR_TEMPLATES,
-        values={"topology": {"nodePools": {"default": {"gpuCount": 2}}}},
-    )
-    installs = {
-        "charts": {
-            "fake-gpu-operator": {
-                "chart": str(chart),
-                "version": "0.0.73",
-                "namespace": release_namespace,
-                "set": {"topology.nodePools.default.gpuCount": "8"},
-                "delete_deployments": ["nvidia-dcgm-exporter", "device-plugin"],
-            }
-        }
-    }
-    cluster = ClusterHook(conn_id="kubernetes_default")
+    """The shipped installs.yaml's chart, from the local registry as the deployment's mirror.
 
-    lines = cluster_setup.install_fake_gpu_operator(
-        cluster, installs=installs, sources=Sources(), include_dir=REPO / "include"
-    )
+    The chart 0.0.73 packaged from its source and its images built from it (localenv); helm on the
+    worker's PATH, the mirror and the system nodes' placement are the local deployment's settings.
+    """
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster = ClusterHook(conn_id="kubernetes_default")
+    installs = cluster_setup.load_installs(settings.include_dir)
+    namespace = installs["charts"]["fake-gpu-operator"]["namespace"]
+    # A cluster without it, as on a first night (an earlier test or run may have installed it).
+    if "fake-gpu-operator" in _releases(namespace):
+        _helm("uninstall", "fake-gpu-operator", "-n", namespace, "--wait")
+
+    lines = cluster_tasks.install_fake_gpu_operator(settings=settings)
 
     assert lines == [
-        "fake-gpu-operator 0.0.73 installed",
+        "fake-gpu-operator 0.0.73 installed from "
+        f"oci://{local_env.registry().address}/ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator",
         "deployment nvidia-dcgm-exporter: deleted",
-        "deployment device-plugin: deleted",
-    ]
-    topology = client.CoreV1Api(api_client).read_namespaced_config_map("topology", release_namespace)
-    assert topology.data == {"gpuCount": "8"}, "the --set value reached the chart"
-    remaining = client.AppsV1Api(api_client).list_namespaced_deployment(release_namespace).items
-    assert [d.metadata.name for d in remaining] == ["status-updater"]
-    again = cluster_setup.install_fake_gpu_operator(
-        cluster, installs=installs, sources=Sources(), include_dir=REPO / "include"
-    )
-    assert again == [
-        "fake-gpu-operator 0.0.73 up to date",
-        "deployment nvidia-dcgm-exporter: absent",
         "deployment device-plugin: absent",
     ]
+    pods = core.list_namespaced_pod(namespace).items
+    assert {pod.spec.node_name for pod in pods} == {NODE_NAME}, "placed on the system node"
+    images = {container.image for pod in pods for container in pod.spec.containers}
+    assert "ghcr.io/run-ai/fake-gpu-operator/status-updater:0.0.73" in images
+    assert "ghcr.io/run-ai/fake-gpu-operator/kwok-gpu-device-plugin:0.0.73" in images
+    assert all(pod.status.phase == "Running" for pod in pods), [
+        (p.metadata.name, p.status.phase) for p in pods
+    ]
+
+    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 2})
+    try:
+        assert cluster_setup.wait_for_nodes(cluster, node_count=2, timeout=120) == [
+            "2 nodes Ready with nvidia.com/gpu"
+        ]
+        nodes = core.list_node(label_selector=f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}").items
+        assert [node.status.capacity["nvidia.com/gpu"] for node in nodes] == ["8", "8"], (
+            "the operator's topology"
+        )
+    finally:
+        local_env.scale_node_pool(0)
+    assert cluster_tasks.install_fake_gpu_operator(settings=settings)[0].startswith(
+        "fake-gpu-operator 0.0.73 up to date"
+    )
 
 
 def _monitoring_charts(root: Path, namespace: str) -> dict[str, dict[str, str]]:
@@ -173,8 +180,12 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
     charts = _monitoring_charts(tmp_path, release_namespace)
     cluster = ClusterHook(conn_id="kubernetes_default")
 
-    first = cluster_setup.install_monitoring(cluster, installs={"charts": charts}, sources=Sources())
-    second = cluster_setup.install_monitoring(cluster, installs={"charts": charts}, sources=Sources())
+    first = cluster_setup.install_monitoring(
+        cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+    )
+    second = cluster_setup.install_monitoring(
+        cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+    )
 
     assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
     assert second == ["kube-prometheus-stack 62.7.0 up to date", "pyroscope 1.12.0 up to date"]
@@ -224,9 +235,9 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
             "charts": {"fake-gpu-operator": {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}}
         }
         lines = cluster_setup.install_fake_gpu_operator(
-            cluster, installs=installs, sources=Sources(), include_dir=REPO / "include"
+            cluster, installs=installs, sources=Sources(), placement=Placement()
         )
-        assert lines == ["fake-gpu-operator 0.0.73 installed"], f"gpuCount={gpus} is applied"
+        assert lines == [f"fake-gpu-operator 0.0.73 installed from {chart}"], f"gpuCount={gpus} is applied"
     topology = client.CoreV1Api(api_client).read_namespaced_config_map("topology", release_namespace)
     assert topology.data == {"gpuCount": "4"}
     assert _releases(release_namespace)["fake-gpu-operator"]["revision"] == "2"
@@ -252,7 +263,10 @@ def test_helm_uses_the_connections_cluster_context(
     charts = _monitoring_charts(tmp_path, release_namespace)
 
     lines = cluster_setup.install_monitoring(
-        ClusterHook(conn_id="kube_context"), installs={"charts": charts}, sources=Sources()
+        ClusterHook(conn_id="kube_context"),
+        installs={"charts": charts},
+        sources=Sources(),
+        placement=Placement(),
     )
 
     assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]

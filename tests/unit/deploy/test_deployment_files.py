@@ -58,7 +58,7 @@ def test_airflow_runs_this_repository(compose: dict[str, Any]) -> None:
         assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://")
         assert env["KAI_SCALE_INCLUDE_DIR"] == "/opt/airflow/include"
         # Off unless the deployment sets them, the same for every service.
-        for setting in (*ALERT_VARIABLES, "KAI_SCALE_RUNNER_NODE_SELECTOR", "KAI_SCALE_RUNNER_TOLERATIONS"):
+        for setting in (*ALERT_VARIABLES, "KAI_SCALE_SYSTEM_NODE_SELECTOR", "KAI_SCALE_SYSTEM_TOLERATIONS"):
             assert env[setting] == f"${{{setting}:-}}", (name, setting)
         # KAI tuned for scale unless the deployment picks another profile (the local one is for 2 CPUs).
         assert env["KAI_SCALE_KAI_TUNING_PROFILE"] == "${KAI_SCALE_KAI_TUNING_PROFILE:-scale}", name

@@ -117,36 +117,36 @@ def test_the_results_url_is_a_prefix_url(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_runner_placement_is_read_as_kubectl_writes_labels_and_taints(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("KAI_SCALE_RUNNER_NODE_SELECTOR", "kai-scale.dev/node-role=system, pool=ops")
+    monkeypatch.setenv("KAI_SCALE_SYSTEM_NODE_SELECTOR", "kai-scale.dev/node-role=system, pool=ops")
     monkeypatch.setenv(
-        "KAI_SCALE_RUNNER_TOLERATIONS", "kai-scale.dev/node-role=system:NoSchedule,dedicated:NoExecute"
+        "KAI_SCALE_SYSTEM_TOLERATIONS", "kai-scale.dev/node-role=system:NoSchedule,dedicated:NoExecute"
     )
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    assert settings.runner_node_selector == {"kai-scale.dev/node-role": "system", "pool": "ops"}
-    assert settings.runner_tolerations == (
+    assert settings.system_node_selector == {"kai-scale.dev/node-role": "system", "pool": "ops"}
+    assert settings.system_tolerations == (
         Toleration(key="kai-scale.dev/node-role", value="system", effect="NoSchedule"),
         Toleration(key="dedicated", value=None, effect="NoExecute"),
     )
 
 
 def test_runner_placement_defaults_to_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KAI_SCALE_RUNNER_NODE_SELECTOR", raising=False)
-    monkeypatch.setenv("KAI_SCALE_RUNNER_TOLERATIONS", "")
+    monkeypatch.delenv("KAI_SCALE_SYSTEM_NODE_SELECTOR", raising=False)
+    monkeypatch.setenv("KAI_SCALE_SYSTEM_TOLERATIONS", "")
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    assert settings.runner_node_selector == {}
-    assert settings.runner_tolerations == ()
+    assert settings.system_node_selector == {}
+    assert settings.system_tolerations == ()
 
 
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("KAI_SCALE_RUNNER_NODE_SELECTOR", "system", "needs labels like kai-scale.dev/node-role=system"),
-        ("KAI_SCALE_RUNNER_NODE_SELECTOR", "Bad Key=x", "got 'Bad Key=x'"),
-        ("KAI_SCALE_RUNNER_NODE_SELECTOR", "role=not ok", "got 'role=not ok'"),
-        ("KAI_SCALE_RUNNER_NODE_SELECTOR", "role=a,role=b", "names label role twice"),
-        ("KAI_SCALE_RUNNER_TOLERATIONS", "role=system", "effect one of NoSchedule, PreferNoSchedule"),
-        ("KAI_SCALE_RUNNER_TOLERATIONS", "role=system:NoSchedul", "got 'role=system:NoSchedul'"),
-        ("KAI_SCALE_RUNNER_TOLERATIONS", "a b:NoSchedule", "'a b' is not a taint key"),
+        ("KAI_SCALE_SYSTEM_NODE_SELECTOR", "system", "needs labels like kai-scale.dev/node-role=system"),
+        ("KAI_SCALE_SYSTEM_NODE_SELECTOR", "Bad Key=x", "got 'Bad Key=x'"),
+        ("KAI_SCALE_SYSTEM_NODE_SELECTOR", "role=not ok", "got 'role=not ok'"),
+        ("KAI_SCALE_SYSTEM_NODE_SELECTOR", "role=a,role=b", "names label role twice"),
+        ("KAI_SCALE_SYSTEM_TOLERATIONS", "role=system", "effect one of NoSchedule, PreferNoSchedule"),
+        ("KAI_SCALE_SYSTEM_TOLERATIONS", "role=system:NoSchedul", "got 'role=system:NoSchedul'"),
+        ("KAI_SCALE_SYSTEM_TOLERATIONS", "a b:NoSchedule", "'a b' is not a taint key"),
     ],
 )
 def test_bad_runner_placement_names_the_variable(

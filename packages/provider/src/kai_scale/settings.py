@@ -16,6 +16,7 @@ from email.utils import parseaddr
 from pathlib import Path
 
 from kai_scale.cluster.kai_tuning import DEFAULT_PROFILE, TUNING_DIR, profile_names
+from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, SourceMirrorsError, Sources
 from kai_scale_model.durations import parse_duration
 
@@ -113,13 +114,19 @@ _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 @dataclass(frozen=True, kw_only=True)
 class Toleration:
-    """A taint the runner pods tolerate: ``key=value:Effect``, or ``key:Effect`` for any value."""
+    """A taint the pipeline's pods tolerate: ``key=value:Effect``, or ``key:Effect`` for any value."""
 
     key: str
     value: str | None
     """None: any value (operator ``Exists``)."""
     effect: str
     """``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
+
+    def as_pod_spec(self) -> dict[str, str]:
+        """The toleration as a pod spec writes it."""
+        if self.value is None:
+            return {"key": self.key, "operator": "Exists", "effect": self.effect}
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
 
 
 def _label_pair(name: str, text: str) -> tuple[str, str]:
@@ -223,10 +230,22 @@ class PipelineSettings:
     """Namespace of the runner pods and the workload pods."""
     runner_image: str
     """Repository of the runner image; a run picks only its tag or digest (param ``runner_tag``)."""
-    runner_node_selector: dict[str, str]
-    """``KAI_SCALE_RUNNER_NODE_SELECTOR``: labels of the nodes the runner pods may run on (none: any)."""
-    runner_tolerations: tuple[Toleration, ...]
-    """``KAI_SCALE_RUNNER_TOLERATIONS``: taints of those nodes that the runner pods tolerate."""
+    system_node_selector: dict[str, str]
+    """``KAI_SCALE_SYSTEM_NODE_SELECTOR``: labels of the nodes the pipeline's pods may run on (none: any).
+
+    The runner pods, and the pods of the charts the setup installs.
+    """
+    system_tolerations: tuple[Toleration, ...]
+    """``KAI_SCALE_SYSTEM_TOLERATIONS``: taints of those nodes that the pipeline's pods tolerate."""
+
+    @property
+    def system_placement(self) -> Placement:
+        """The system nodes' selector and tolerations, for the pods of what the setup installs."""
+        return Placement(
+            node_selector=self.system_node_selector,
+            tolerations=tuple(toleration.as_pod_spec() for toleration in self.system_tolerations),
+        )
+
     include_dir: Path
     """The ``include/`` directory: scenarios and manifests."""
     source_mirrors: Sources
@@ -264,8 +283,8 @@ class PipelineSettings:
             results_url=results_url,
             namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
             runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),
-            runner_node_selector=_node_selector("KAI_SCALE_RUNNER_NODE_SELECTOR"),
-            runner_tolerations=_tolerations("KAI_SCALE_RUNNER_TOLERATIONS"),
+            system_node_selector=_node_selector("KAI_SCALE_SYSTEM_NODE_SELECTOR"),
+            system_tolerations=_tolerations("KAI_SCALE_SYSTEM_TOLERATIONS"),
             include_dir=include_dir,
             kai_tuning_profile=_tuning_profile("KAI_SCALE_KAI_TUNING_PROFILE", include_dir),
             source_mirrors=_source_mirrors(),

@@ -35,6 +35,8 @@ class Chart:
     """``--set`` values."""
     plain_http: bool = False
     """The chart's OCI registry speaks plain HTTP (a mirror: see kai_scale.cluster.sources)."""
+    post_renderer: tuple[str, ...] = ()
+    """helm's ``--post-renderer``: a command and its arguments (kai_scale.cluster.placement)."""
 
     @property
     def name(self) -> str:
@@ -80,6 +82,10 @@ def upgrade_install_argv(*, chart: Chart, target: HelmTarget) -> list[str]:
         argv += ["--repo", chart.repo]
     if chart.plain_http:
         argv.append("--plain-http")
+    if chart.post_renderer:
+        argv += ["--post-renderer", chart.post_renderer[0]]
+        for argument in chart.post_renderer[1:]:
+            argv += ["--post-renderer-args", argument]
     for key, value in sorted((chart.values or {}).items()):
         argv += ["--set", f"{key}={value}"]
     return argv + target.args()

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from kai_scale.cluster import helm
+from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import labels
@@ -174,7 +175,7 @@ def size_node_pool(
     return lines
 
 
-def _chart(release: str, spec: dict[str, Any], *, sources: Sources) -> helm.Chart:
+def _chart(release: str, spec: dict[str, Any], *, sources: Sources, placement: Placement) -> helm.Chart:
     source = sources.resolve(spec["chart"])
     return helm.Chart(
         release=release,
@@ -184,35 +185,33 @@ def _chart(release: str, spec: dict[str, Any], *, sources: Sources) -> helm.Char
         repo=spec.get("repo"),
         values={k: str(v) for k, v in (spec.get("set") or {}).items()},
         plain_http=source.plain_http,
+        post_renderer=placement.post_renderer(),
     )
 
 
+def _require_helm(what: str) -> None:
+    if not helm.helm_available():
+        raise SetupError(
+            f"helm is not on the worker's PATH: the setup installs {what} with it; install helm there"
+        )
+
+
 def install_fake_gpu_operator(
-    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, include_dir: Path
+    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, placement: Placement
 ) -> list[str]:
-    """The fake GPU operator (reports GPUs on KWOK nodes), when neither it nor a GPU source is there."""
+    """The fake GPU operator, which gives the KWOK nodes their GPUs, unless some other install has it."""
     spec = installs["charts"]["fake-gpu-operator"]
     topology = cluster.get(api_version="v1", kind="ConfigMap", name="topology", namespace=spec["namespace"])
     annotations = ((topology or {}).get("metadata") or {}).get("annotations") or {}
     if topology and annotations.get("meta.helm.sh/release-name") != "fake-gpu-operator":
         # Installed some other way: helm would refuse to adopt its objects, and it is not ours to change.
         return ["fake GPU operator already installed (not by this pipeline's helm release): left as it is"]
-    if not helm.helm_available():
-        template = load_manifest(include_dir, "managed-nodepool.yaml")[0]["spec"]["nodeTemplate"]
-        if GPU_RESOURCE in ((template.get("status") or {}).get("allocatable") or {}):
-            # Where the NodePool controller copies the template's status (the local environment), the
-            # nodes report GPUs without the operator; wait_for_nodes checks that they really do.
-            return [
-                "fake GPU operator not installed and no helm on the worker; the node template carries "
-                f"{GPU_RESOURCE}, so nodes may report GPUs without it (checked by wait_for_nodes)"
-            ]
-        raise SetupError(
-            "the fake GPU operator is not installed and helm is not on the worker's PATH; "
-            f"install helm on the worker or install the chart {spec['chart']} {spec['version']} by hand"
-        )
+    _require_helm("the fake GPU operator")
     with cluster.helm_target() as target:
-        changed = helm.ensure_release(_chart("fake-gpu-operator", spec, sources=sources), target=target)
-    lines = [f"fake-gpu-operator {spec['version']} {'installed' if changed else 'up to date'}"]
+        chart = _chart("fake-gpu-operator", spec, sources=sources, placement=placement)
+        changed = helm.ensure_release(chart, target=target)
+    state = "installed" if changed else "up to date"
+    lines = [f"fake-gpu-operator {spec['version']} {state} from {chart.chart}"]
     for deployment in spec.get("delete_deployments") or []:
         deleted = cluster.delete(
             api_version="apps/v1", kind="Deployment", name=deployment, namespace=spec["namespace"]
@@ -221,20 +220,17 @@ def install_fake_gpu_operator(
     return lines
 
 
-def install_monitoring(cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources) -> list[str]:
-    """kube-prometheus-stack and Pyroscope, where helm can install them."""
+def install_monitoring(
+    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, placement: Placement
+) -> list[str]:
+    """kube-prometheus-stack and Pyroscope."""
     charts = installs["charts"]
-    if not helm.helm_available():
-        if cluster.crd_exists(SERVICE_MONITOR_CRD):
-            return ["Prometheus operator installed; helm not on the worker, Pyroscope left as it is"]
-        return [
-            "no Prometheus operator and no helm on the worker: metrics come from the Prometheus "
-            "of the pipeline's Prometheus connection (the local environment runs its own)"
-        ]
+    _require_helm("the monitoring stack")
     lines = []
     with cluster.helm_target() as target:
         for release in ("kube-prometheus-stack", "pyroscope"):
-            changed = helm.ensure_release(_chart(release, charts[release], sources=sources), target=target)
+            chart = _chart(release, charts[release], sources=sources, placement=placement)
+            changed = helm.ensure_release(chart, target=target)
             lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")
     return lines
 

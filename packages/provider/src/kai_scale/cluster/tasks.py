@@ -62,22 +62,26 @@ def size_node_pool(*, settings: PipelineSettings, params: Any) -> list[str]:
 
 
 def install_fake_gpu_operator(*, settings: PipelineSettings) -> list[str]:
-    """The fake GPU operator, which reports GPUs on the KWOK nodes."""
+    """The fake GPU operator, which gives the KWOK nodes their GPUs."""
     return _logged(
         setup.install_fake_gpu_operator(
             _cluster(settings),
             installs=setup.load_installs(settings.include_dir),
             sources=settings.source_mirrors,
-            include_dir=settings.include_dir,
+            placement=settings.system_placement,
         )
     )
 
 
 def install_monitoring(*, settings: PipelineSettings) -> list[str]:
     """kube-prometheus-stack and Pyroscope."""
-    installs = setup.load_installs(settings.include_dir)
     return _logged(
-        setup.install_monitoring(_cluster(settings), installs=installs, sources=settings.source_mirrors)
+        setup.install_monitoring(
+            _cluster(settings),
+            installs=setup.load_installs(settings.include_dir),
+            sources=settings.source_mirrors,
+            placement=settings.system_placement,
+        )
     )
 
 

@@ -111,15 +111,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
             service_account_name=RUNNER_SERVICE_ACCOUNT,
             # A real cluster keeps the runner off the KWOK nodes (their taint) and, often, on its
             # system nodes: a deployment setting.
-            node_selector=settings.runner_node_selector,
+            node_selector=settings.system_node_selector,
             tolerations=[
-                k8s.V1Toleration(
-                    key=toleration.key,
-                    operator="Exists" if toleration.value is None else "Equal",
-                    value=toleration.value,
-                    effect=toleration.effect,
-                )
-                for toleration in settings.runner_tolerations
+                k8s.V1Toleration(**toleration.as_pod_spec()) for toleration in settings.system_tolerations
             ],
             container_resources=k8s.V1ResourceRequirements(
                 requests=resources.requests, limits=resources.limits
