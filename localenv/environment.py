@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from localenv import kai, processes, settings
+from localenv import kai, manifest_mirror, processes, settings
 from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
 from localenv.kai import BuiltImages
 from localenv.node import (
@@ -165,6 +165,7 @@ class LocalEnvironment:
             raise ValueError(f"node count must be >= 0, got {node_count}")
         self._check_binaries()
         if self.is_up():
+            self._write_manifest_mirror()
             if self.config.real_node:
                 # The sources may have changed since it started: images.sh rebuilds only what did.
                 self._install_from_source(self.registry())
@@ -211,6 +212,7 @@ class LocalEnvironment:
             # Before the API server binds every address and before any pod: the guard, then the bridge.
             self.node().prepare_host()
         self._create_cluster()
+        self._write_manifest_mirror()
         if config.real_node:
             self._start_node()
         self.kubectl("apply", "-f", str(MANIFESTS / "nodepool-crd.yaml"))
@@ -371,6 +373,15 @@ class LocalEnvironment:
     @property
     def _images_record(self) -> Path:
         return self.config.home / "images.env"
+
+    def _write_manifest_mirror(self) -> None:
+        manifest_mirror.write_kwok_release(
+            mirror=self.config.mirror_dir,
+            kwok_module=_kwok_module_dir(),
+            version=KWOK_MODULE_VERSION,
+            image=KWOK_IMAGE,
+            kubectl=self.kubectl,
+        )
 
     def _stages(self) -> str:
         module = _kwok_module_dir()
@@ -562,19 +573,26 @@ class LocalEnvironment:
             taint = SYSTEM_NODE_TAINT
             exports["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
             exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
-            # This cluster is air-gapped: the setup installs its charts from the local registry.
-            exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
             # The worker has helm, as the Airflow image does.
             exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+        # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
+        exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
         return exports
 
     def source_mirrors(self) -> list[dict[str, Any]]:
-        """The local registry as the mirror of the charts' OCI registries (charts.py pushes them there)."""
-        registry = self.registry().address
-        return [
-            {"upstream": f"oci://{upstream}/", "mirror": f"oci://{registry}/{upstream}/", "plain_http": True}
-            for upstream in CHART_REGISTRIES
-        ]
+        """The mirrors of what the setup installs (``KAI_SCALE_SOURCE_MIRRORS``).
+
+        The disk for release manifests; the local registry (with the real node) for the charts' OCI
+        registries, where charts.py pushes them.
+        """
+        mirrors: list[dict[str, Any]] = [manifest_mirror.mirror_rule(self.config.mirror_dir)]
+        if self.config.real_node:
+            registry = self.registry().address
+            mirrors += [
+                {"upstream": f"oci://{name}/", "mirror": f"oci://{registry}/{name}/", "plain_http": True}
+                for name in CHART_REGISTRIES
+            ]
+        return mirrors
 
 
 @contextmanager

@@ -141,6 +141,11 @@ class Settings:
         return self.home / "logs"
 
     @property
+    def mirror_dir(self) -> Path:
+        """The release manifests the pipeline's setup applies, rendered from source (its source mirror)."""
+        return self.home / "mirror"
+
+    @property
     def run_dir(self) -> Path:
         """Pid files of the processes that localenv starts itself."""
         return self.home / "run"

@@ -9,6 +9,8 @@ SCENARIO = "kai-scale.dev/scenario"
 ROLE = "kai-scale.dev/role"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "kai-scale-pipeline"
+# The ROLE of what the setup installs and every run keeps (KWOK's stages, operators).
+INFRASTRUCTURE = "infrastructure"
 
 _INVALID = re.compile(r"[^A-Za-z0-9._-]")
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from kai_scale.cluster import helm
-from kai_scale.cluster.placement import Placement
+from kai_scale.cluster.placement import Placement, placed
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import labels
@@ -32,6 +32,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
 # behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
 # priority classes carry app=engine-e2e and are removed by that label.)
+# What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
+NOT_INFRASTRUCTURE = f"{labels.ROLE}!={labels.INFRASTRUCTURE}"
 SNAPSHOT_KINDS: tuple[tuple[str, str], ...] = (
     ("scheduling.run.ai/v2", "Queue"),
     ("kai.scheduler/v1alpha1", "Topology"),
@@ -132,15 +134,41 @@ def _fetch_manifests(urls: list[str], *, sources: Sources) -> list[dict[str, Any
     return documents
 
 
-def install_kwok(cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources) -> list[str]:
-    """KWOK and its fast stages, without the stages KAI's setup removes (pod-complete)."""
+def _infrastructure(documents: list[dict[str, Any]], placement: Placement) -> list[dict[str, Any]]:
+    """Release manifests as the setup applies them: on the system nodes, labelled as infrastructure.
+
+    The label keeps teardown from taking them for leftovers of the run (it removes the Stages,
+    NodePools and Queues that appeared since the preflight, but not these).
+    """
+    for document in documents:
+        document.setdefault("metadata", {}).setdefault("labels", {})[labels.ROLE] = labels.INFRASTRUCTURE
+    return placed(documents, placement)
+
+
+def _apply_release(
+    cluster: ClusterHook, urls: list[str], *, sources: Sources, placement: Placement
+) -> list[str]:
+    """Download release manifests (or their mirror) and apply them as the setup's infrastructure."""
+    return cluster.apply(_infrastructure(_fetch_manifests(urls, sources=sources), placement))
+
+
+def install_kwok(
+    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, placement: Placement
+) -> list[str]:
+    """KWOK and its fast stages, without the stages KAI's setup removes (pod-complete).
+
+    The stages are applied on every run (an unchanged apply changes nothing), so a cluster whose stages
+    went missing is repaired rather than left with nodes that never become Ready.
+    """
     kwok = installs["kwok"]
     lines = []
     if cluster.crd_exists(STAGE_CRD):
         lines.append("KWOK already installed")
     else:
-        applied = cluster.apply(_fetch_manifests(kwok["manifests"], sources=sources))
+        applied = _apply_release(cluster, kwok["manifests"], sources=sources, placement=placement)
         lines.append(f"installed KWOK {kwok['version']}: {len(applied)} objects")
+    stages = _apply_release(cluster, kwok["stages"], sources=sources, placement=placement)
+    lines.append(f"applied KWOK {kwok['version']}'s stages: {', '.join(stages)}")
     for stage in kwok["delete_stages"]:
         deleted = cluster.delete(api_version="kwok.x-k8s.io/v1alpha1", kind="Stage", name=stage)
         lines.append(f"stage {stage}: {'deleted' if deleted else 'absent'}")
@@ -153,13 +181,19 @@ def prepare_runner_access(cluster: ClusterHook, *, include_dir: Path) -> list[st
 
 
 def size_node_pool(
-    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, include_dir: Path, node_count: int
+    cluster: ClusterHook,
+    *,
+    installs: dict[str, Any],
+    sources: Sources,
+    placement: Placement,
+    include_dir: Path,
+    node_count: int,
 ) -> list[str]:
     """kwok-operator (if missing) and managed-nodepool at ``node_count``; remembers the count to restore."""
     lines = []
     if not cluster.crd_exists(NODEPOOL_CRD):
         operator = installs["kwok_operator"]
-        cluster.apply(_fetch_manifests(operator["manifests"], sources=sources))
+        _apply_release(cluster, operator["manifests"], sources=sources, placement=placement)
         lines.append(f"installed kwok-operator {operator['version']}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})
@@ -336,7 +370,8 @@ def teardown(cluster: ClusterHook, *, run_id: str, existing: dict[str, list[str]
             before = set(existing.get(_kind_key(api_version, kind), []))
             if kind == "NodePool":
                 before.add(NODEPOOL_NAME)  # the setup's own; scaled back below
-            for name in sorted(set(cluster.names(api_version=api_version, kind=kind)) - before):
+            names = cluster.names(api_version=api_version, kind=kind, selector=NOT_INFRASTRUCTURE)
+            for name in sorted(set(names) - before):
                 cluster.delete(api_version=api_version, kind=kind, name=name)
                 lines.append(f"deleted {kind} {name} (created during the run)")
     lines += _restore_node_pool(cluster)

@@ -40,7 +40,14 @@ def check_cluster(
 def install_kwok(*, settings: PipelineSettings) -> list[str]:
     """KWOK and its stages (pod-complete removed)."""
     installs = setup.load_installs(settings.include_dir)
-    return _logged(setup.install_kwok(_cluster(settings), installs=installs, sources=settings.source_mirrors))
+    return _logged(
+        setup.install_kwok(
+            _cluster(settings),
+            installs=installs,
+            sources=settings.source_mirrors,
+            placement=settings.system_placement,
+        )
+    )
 
 
 def prepare_runner_access(*, settings: PipelineSettings) -> list[str]:
@@ -55,6 +62,7 @@ def size_node_pool(*, settings: PipelineSettings, params: Any) -> list[str]:
             _cluster(settings),
             installs=setup.load_installs(settings.include_dir),
             sources=settings.source_mirrors,
+            placement=settings.system_placement,
             include_dir=settings.include_dir,
             node_count=params["node_count"],
         )
