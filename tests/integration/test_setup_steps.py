@@ -1,0 +1,58 @@
+"""Setup steps against the local cluster, as a nightly run meets them night after night."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.settings import PipelineSettings
+from localenv.environment import LocalEnvironment
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
+
+FAST_STAGES = {"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-delete"}
+SUITE_STAGE = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "left-by-the-suite"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {"matchLabels": {"kai-scale.dev/test": "no-such-pod"}},
+        "next": {"delete": True},
+    },
+}
+
+
+def _stages(local_env: LocalEnvironment) -> set[str]:
+    return set(
+        local_env.kubectl("get", "stages", "--output=name").replace("stage.kwok.x-k8s.io/", "").split()
+    )
+
+
+def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
+    local_env: LocalEnvironment,
+) -> None:
+    """The second night's nodes need the first night's stages: teardown removes only what the run made."""
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster = ClusterHook(conn_id="kubernetes_default")
+    # What an older teardown left behind: no stages at all.
+    local_env.kubectl("delete", "stages", "--all")
+    inventory = cluster_setup.preflight(cluster)
+
+    lines = cluster_tasks.install_kwok(settings=settings)
+
+    assert lines[0] == "KWOK already installed"
+    assert lines[1].startswith("applied KWOK v0.8.0's stages: ")
+    assert lines[2] == "stage pod-complete: deleted"
+    assert _stages(local_env) == FAST_STAGES
+    local_env.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(SUITE_STAGE))
+
+    cluster_setup.teardown(cluster, run_id="night-1", existing=inventory.existing)
+
+    assert _stages(local_env) == FAST_STAGES, "the setup's stages stay, the run's own is gone"
+    again = cluster_tasks.install_kwok(settings=settings)
+    assert again[2] == "stage pod-complete: deleted", "re-applied and removed again, every night"
