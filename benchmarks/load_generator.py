@@ -1,8 +1,10 @@
 """Workload load generator: pods created per second against the local environment.
 
 Usage: ``.venv/bin/python benchmarks/load_generator.py [--nodes 500] [--pods-per-node 4 8]`` with the
-local environment up (``make local-up``). Runs the workload runner in this process (not in a pod)
-with the admin kubeconfig, and prints the create rate and the scheduling figures it measured.
+local environment up (``make local-up``) and the fake GPU operator installed in it (any run's setup
+installs it: ``make demo``), which gives the nodes their GPUs. Runs the workload runner in this process
+(not in a pod) with the admin kubeconfig, and prints the create rate and the scheduling figures it
+measured.
 """
 
 from __future__ import annotations

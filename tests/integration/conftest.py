@@ -13,12 +13,14 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.metrics.prometheus_api import PrometheusClient
-from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from kai_scale_runner.kai_detection import KAI_NAMESPACE, SCHEDULER_APP, serving
 from localenv.environment import LocalEnvironment
 from localenv.node import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.settings import Settings
+from tests.conftest import REPO
 from tests.integration.airflow_env import TEST_RUNNER_IMAGE, migrate_airflow_db, push_test_runner_image
 from tests.waiting import wait_for
 
@@ -149,6 +151,13 @@ def kai_queue_crd(local_env: LocalEnvironment) -> Iterator[None]:
     )
     yield
     local_env.kubectl("delete", "crd", "queues.scheduling.run.ai", "--wait=true")
+
+
+@pytest.fixture(scope="session")
+def gpu_nodes(airflow_on_local_env: dict[str, str]) -> None:
+    """KWOK nodes that get GPUs: the fake GPU operator, installed by the pipeline's own setup step."""
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster_tasks.install_fake_gpu_operator(settings=settings)
 
 
 @pytest.fixture

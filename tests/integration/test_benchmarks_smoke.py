@@ -80,6 +80,7 @@ def test_trend_view_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvi
     assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 
 
+@pytest.mark.usefixtures("gpu_nodes")
 def test_load_generator(local_env: LocalEnvironment) -> None:
     pool = yaml.safe_load(local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "yaml"))
     try:
