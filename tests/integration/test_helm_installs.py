@@ -32,6 +32,7 @@ from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
 from localenv.node import NODE_NAME
 from tests.conftest import REPO
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
@@ -122,9 +123,13 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     cluster = ClusterHook(conn_id="kubernetes_default")
     installs = cluster_setup.load_installs(settings.include_dir)
     namespace = installs["charts"]["fake-gpu-operator"]["namespace"]
-    # A cluster without it, as on a first night (an earlier test or run may have installed it).
+    # A cluster without it and without KWOK nodes, as on a first night (an earlier test or run may
+    # have installed it, and left nodes).
     if "fake-gpu-operator" in _releases(namespace):
         _helm("uninstall", "fake-gpu-operator", "-n", namespace, "--wait")
+    local_env.scale_node_pool(0)
+    selector = f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}"
+    wait_for(lambda: not core.list_node(label_selector=selector).items, timeout=60, what="no KWOK nodes")
 
     lines = cluster_tasks.install_fake_gpu_operator(settings=settings)
 
