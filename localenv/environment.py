@@ -443,7 +443,16 @@ class LocalEnvironment:
             )
             log.write(result.stdout)
         if result.returncode != 0:
-            raise ComponentError(f"images: building or pushing the images from source failed; see {log_path}")
+            # images.sh's own last word names the step and its build log.
+            said = [
+                line
+                for line in log_path.read_text(errors="replace").splitlines()
+                if line.startswith("localenv images:")
+            ]
+            reason = said[-1].removeprefix("localenv images: ") if said else "see the log"
+            raise ComponentError(
+                f"images: building or pushing the images from source failed: {reason} ({log_path})"
+            )
         BuiltImages.parse(result.stdout.decode())  # checks that it reported everything
         self._images_record.write_bytes(result.stdout)
 
@@ -577,6 +586,8 @@ class LocalEnvironment:
             exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
         # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
         exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
+        # Its monitoring is its own (kwokctl's Prometheus): the monitoring charts' images are not built.
+        exports["KAI_SCALE_SKIP_INSTALLS"] = "kube-prometheus-stack,pyroscope"
         return exports
 
     def source_mirrors(self) -> list[dict[str, Any]]:

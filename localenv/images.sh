@@ -314,7 +314,8 @@ project_image() { # <project> <target> <reference> <buildah build options...>
   dir="$here/images/$project"
   log="$log_dir/images-$project.log"
   key="$({ cat "$dir/Dockerfile"; printf '%s\n' "$target" "$@"; buildah --version; } | sha256sum | cut -c1-12)"
-  image="localhost/kai-scale-pipeline/$project-$target:$key"
+  # One local name per pushed repository: targets built once per service keep an image each.
+  image="localhost/kai-scale-pipeline/$project-$(basename "${reference%:*}"):$key"
   if ! image_exists "$image"; then
     in_store build --format docker --isolation chroot --pull=never "$@" --target "$target" \
       --tag "$image" --file "$dir/Dockerfile" "$dir" >>"$log" 2>&1 ||
@@ -367,7 +368,7 @@ kai_images() { # <KAI source dir> <commit>
 FAKE_GPU_OPERATOR_COMPONENTS=(status-updater kwok-gpu-device-plugin topology-server status-exporter)
 
 fake_gpu_operator_images() {
-  local source binaries component archive="$VENDOR_DIR/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION.tar.gz"
+  local source binaries base component archive="$VENDOR_DIR/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION.tar.gz"
   [[ -f "$archive" ]] ||
     fail "no fake GPU operator source at $archive: put a \`git archive\` of run-ai/fake-gpu-operator $FAKE_GPU_OPERATOR_VERSION there or set KAI_LOCALENV_VENDOR_DIR"
   source="$images_root/sources/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION"
@@ -377,13 +378,16 @@ fake_gpu_operator_images() {
   go_binaries "fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION" "$source" "$binaries" "-s -w" \
     ./cmd/status-updater ./cmd/kwok-gpu-device-plugin ./cmd/topology-server ./cmd/status-exporter \
     ./cmd/status-exporter-kwok
+  base="$(minimal_base)"
   for component in "${FAKE_GPU_OPERATOR_COMPONENTS[@]}"; do
     project_image fake-gpu-operator "$component" \
       "ghcr.io/run-ai/fake-gpu-operator/$component:${FAKE_GPU_OPERATOR_VERSION#v}" \
-      --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$(minimal_base)"
+      --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
   done
 }
 
+# A checkout is checked before anything else; a tarball once it is extracted.
+[[ -d "$KAI_SOURCE" ]] && check_kai_source "$KAI_SOURCE"
 commit="$(kai_commit_of_source)"
 source_dir="$(kai_source_dir "$commit")"
 check_kai_source "$source_dir"

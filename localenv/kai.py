@@ -131,7 +131,11 @@ def _deployed_values(helm: Path, kubeconfig: Path) -> Any:
         or (yaml.safe_load(status.stdout) or {}).get("info", {}).get("status") != "deployed"
     ):
         return None
-    values = subprocess.run([str(helm), "get", "values", *common], capture_output=True, text=True, check=True)
+    values = subprocess.run(
+        [str(helm), "get", "values", *common], capture_output=True, text=True, check=False
+    )
+    if values.returncode != 0:
+        raise ComponentError(f"KAI: helm get values of the release failed: {values.stderr.strip()}")
     return yaml.safe_load(values.stdout)
 
 

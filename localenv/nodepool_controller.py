@@ -1,12 +1,12 @@
 """A stand-in for kwok-operator's NodePool controller, for the local environment only.
 
-The run-ai/kwok-operator Go module cannot be fetched here (the module proxy answers 403 for it), so
-this reconciles the same ``kwok.sigs.run-ai.com/v1beta1`` NodePool the same way: nodes named
+It reconciles the same ``kwok.sigs.run-ai.com/v1beta1`` NodePool the same way: nodes named
 ``<pool>-<suffix>``, labelled ``kwok.x-k8s.io/controller=<pool>``, annotated ``kwok.x-k8s.io/node=fake``,
-tainted ``kwok.x-k8s.io/node=fake:NoSchedule``, owned by the pool; scaled to ``spec.nodeCount``; all
-replaced when the template changes; an ``Available`` condition in the status. One difference: it also
-copies the template's ``status`` (capacity, allocatable) into each node, which is how nodes get
-``nvidia.com/gpu`` here; in a real cluster the fake GPU operator reports the GPUs.
+tainted ``kwok.x-k8s.io/node=fake:NoSchedule``, owned by the pool, with the template's ``status``
+copied in (as kwok-operator does); scaled to ``spec.nodeCount``; an ``Available`` condition in the
+status. The GPUs come from the fake GPU operator, which the pipeline's setup installs. To be replaced
+by the real kwok-operator, built from its Go module (which KAI's go.mod pins and the module proxy
+serves with ``GONOSUMDB=github.com/run-ai``), installed by the setup from its release manifest.
 
 Run: ``python -m localenv.nodepool_controller --kubeconfig PATH``.
 """

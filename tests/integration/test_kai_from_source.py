@@ -7,8 +7,10 @@ relies on when it switches the scheduler off and on.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -16,8 +18,10 @@ from kubernetes import client
 from kai_scale.cluster.kai_setup import tune_kai
 from kai_scale.hooks.cluster import ClusterHook
 from localenv.environment import LocalEnvironment
-from localenv.kai import NAMESPACE, RESERVATION_NAMESPACE, BuiltImages
+from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RESERVATION_NAMESPACE, BuiltImages
+from localenv.kai import install as install_kai
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
+from localenv.processes import ComponentError
 from tests.conftest import REPO
 from tests.waiting import wait_for
 
@@ -43,18 +47,44 @@ TUNED_DEPLOYMENTS = (
 )
 
 
+def test_a_chart_that_does_not_install_is_an_error_naming_kai_and_its_log(
+    local_env: LocalEnvironment, tmp_path: Path
+) -> None:
+    """Before KAI is installed (the first test here): a release that fails to render is never created."""
+    chart = tmp_path / "source" / CHART_IN_SOURCE
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: kai-scheduler\nversion: 0.0.0\n")
+    (chart / "templates" / "broken.yaml").write_text("kind: [not closed\n")
+    images = dataclasses.replace(local_env.built_images(), kai_source=tmp_path / "source")
+    with pytest.raises(ComponentError, match=r"KAI: helm could not install the chart .*; see .*kai\.log"):
+        install_kai(
+            images,
+            helm=local_env.config.helm_dir / "helm",
+            kubeconfig=local_env.config.kubeconfig,
+            kubectl=local_env.kubectl,
+            logs_dir=tmp_path,
+            node_selector={},
+            tolerations=[],
+        )
+    assert "broken.yaml" in (tmp_path / "kai.log").read_text(), "helm's own error is in the log"
+
+
 @pytest.fixture(scope="module")
 def kai(local_env: LocalEnvironment) -> Iterator[BuiltImages]:
     """KAI installed; removed again, CRDs included, when this module installed it."""
     installed_here = not local_env.config.kai
-    local_env.install_kai()
-    yield local_env.built_images()
-    if installed_here:
-        local_env.uninstall_kai()
-        # Nothing of KAI's left to intercept or confuse the other tests: CRDs, webhooks, namespaces.
-        kinds = "crd,validatingwebhookconfigurations,mutatingwebhookconfigurations,namespaces"
-        leftovers = [name for name in local_env.kubectl("get", kinds, "--output=name").split() if _kais(name)]
-        assert not leftovers, f"left behind by uninstall_kai: {leftovers}"
+    try:
+        local_env.install_kai()
+        yield local_env.built_images()
+    finally:
+        if installed_here:
+            local_env.uninstall_kai()
+            # Nothing of KAI's left to intercept or confuse the other tests: CRDs, webhooks, namespaces.
+            kinds = "crd,validatingwebhookconfigurations,mutatingwebhookconfigurations,namespaces"
+            leftovers = [
+                name for name in local_env.kubectl("get", kinds, "--output=name").split() if _kais(name)
+            ]
+            assert not leftovers, f"left behind by uninstall_kai: {leftovers}"
 
 
 def _kais(name: str) -> bool:

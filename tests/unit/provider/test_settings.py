@@ -210,3 +210,30 @@ def test_an_include_dir_without_tuning_profiles_is_refused(
     monkeypatch.delenv("KAI_SCALE_KAI_TUNING_PROFILE", raising=False)
     with pytest.raises(SettingsError, match=r"kai-tuning/ \(none there\), got 'scale'"):
         PipelineSettings.from_environment(default_include_dir=tmp_path)
+
+
+def test_monitoring_the_cluster_has_of_its_own_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_SCALE_SKIP_INSTALLS", "kube-prometheus-stack, pyroscope")
+    settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
+    assert settings.skip_installs == {"kube-prometheus-stack", "pyroscope"}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (
+            "KAI_SCALE_SKIP_INSTALLS",
+            "prometheus",
+            "may name kube-prometheus-stack, pyroscope; got prometheus",
+        ),
+        ("KAI_SCALE_RUNNER_NODE_SELECTOR", "role=system", "is now KAI_SCALE_SYSTEM_NODE_SELECTOR"),
+        ("KAI_SCALE_RUNNER_TOLERATIONS", "role=system:NoSchedule", "is now KAI_SCALE_SYSTEM_TOLERATIONS"),
+    ],
+)
+def test_an_unknown_skip_or_an_old_name_is_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match=name) as raised:
+        PipelineSettings.from_environment(default_include_dir=Path("include"))
+    assert message in str(raised.value)

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from kai_scale.cluster.helm import Chart, HelmTarget, upgrade_install_argv
+from kai_scale.cluster.setup import load_installs
 from kai_scale.cluster.sources import Source, Sources
 from kai_scale.settings import PipelineSettings, SettingsError
+from tests.conftest import REPO
 
 RULES = [
     {"upstream": "oci://ghcr.io/", "mirror": "oci://127.0.0.1:35000/ghcr.io/", "plain_http": True},
@@ -72,3 +74,38 @@ def test_a_bad_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch, value
     with pytest.raises(SettingsError, match="KAI_SCALE_SOURCE_MIRRORS") as raised:
         PipelineSettings.from_environment(default_include_dir=Path("include"))
     assert message in str(raised.value)
+
+
+def test_every_source_the_shipped_installs_name_can_be_mirrored() -> None:
+    """An air-gapped cluster can mirror all of installs.yaml: OCI charts, chart repositories, manifests."""
+    installs = load_installs(REPO / "include")
+    sources = Sources.parse(
+        json.dumps(
+            [
+                {"upstream": "oci://", "mirror": "oci://mirror.internal/"},
+                {"upstream": "https://", "mirror": "https://mirror.internal/"},
+            ]
+        )
+    )
+    references = [
+        url
+        for part in ("kwok", "kwok_operator")
+        for key in ("manifests", "stages")
+        for url in installs[part].get(key, [])
+    ]
+    references += [spec.get("repo") or spec["chart"] for spec in installs["charts"].values()]
+    assert references, "installs.yaml names its sources"
+    for reference in references:
+        assert sources.resolve(reference).reference.startswith(
+            ("oci://mirror.internal/", "https://mirror.internal/")
+        )
+
+
+def test_a_chart_repository_is_mirrored_too() -> None:
+    sources = Sources.parse(
+        json.dumps([{"upstream": "https://grafana.github.io/", "mirror": "https://charts.internal/grafana/"}])
+    )
+    assert (
+        sources.resolve("https://grafana.github.io/helm-charts").reference
+        == "https://charts.internal/grafana/helm-charts"
+    )

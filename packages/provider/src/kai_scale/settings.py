@@ -169,6 +169,30 @@ def _tolerations(name: str) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
+# The releases a deployment may leave to its cluster: its own monitoring.
+_SKIPPABLE_INSTALLS = ("kube-prometheus-stack", "pyroscope")
+# Renamed settings: a deployment that still sets the old name is told, not silently ignored.
+_RENAMED = {
+    "KAI_SCALE_RUNNER_NODE_SELECTOR": "KAI_SCALE_SYSTEM_NODE_SELECTOR",
+    "KAI_SCALE_RUNNER_TOLERATIONS": "KAI_SCALE_SYSTEM_TOLERATIONS",
+}
+
+
+def _skip_installs(name: str) -> frozenset[str]:
+    """``kube-prometheus-stack,pyroscope``: what the cluster already runs, so the setup leaves it."""
+    names = frozenset(part.strip() for part in (_optional(name) or "").split(",") if part.strip())
+    unknown = sorted(names - set(_SKIPPABLE_INSTALLS))
+    if unknown:
+        raise SettingsError(f"{name} may name {', '.join(_SKIPPABLE_INSTALLS)}; got {', '.join(unknown)}")
+    return names
+
+
+def _refuse_renamed() -> None:
+    for old, new in _RENAMED.items():
+        if _optional(old) is not None:
+            raise SettingsError(f"{old} is now {new} (it also places what the setup installs): rename it")
+
+
 def _source_mirrors() -> Sources:
     try:
         return Sources.parse(_optional(SOURCE_MIRRORS_VARIABLE))
@@ -238,6 +262,19 @@ class PipelineSettings:
     system_tolerations: tuple[Toleration, ...]
     """``KAI_SCALE_SYSTEM_TOLERATIONS``: taints of those nodes that the pipeline's pods tolerate."""
 
+    include_dir: Path
+    """The ``include/`` directory: scenarios and manifests."""
+    source_mirrors: Sources
+    """``KAI_SCALE_SOURCE_MIRRORS``: mirrors of the charts and manifests the setup installs."""
+    skip_installs: frozenset[str]
+    """``KAI_SCALE_SKIP_INSTALLS``: monitoring releases the cluster has its own of (not installed)."""
+    kai_tuning_profile: str
+    """``KAI_SCALE_KAI_TUNING_PROFILE``: how KAI is tuned, a file of ``include/manifests/kai-tuning/``."""
+    retry_delay_seconds: int
+    """Delay before a setup or teardown task is retried."""
+    alerts: AlertSettings
+    """Where alerts about failed and overdue runs go (none by default)."""
+
     @property
     def system_placement(self) -> Placement:
         """The system nodes' selector and tolerations, for the pods of what the setup installs."""
@@ -246,17 +283,6 @@ class PipelineSettings:
             tolerations=tuple(toleration.as_pod_spec() for toleration in self.system_tolerations),
         )
 
-    include_dir: Path
-    """The ``include/`` directory: scenarios and manifests."""
-    source_mirrors: Sources
-    """``KAI_SCALE_SOURCE_MIRRORS``: mirrors of the charts and manifests the setup installs."""
-    kai_tuning_profile: str
-    """``KAI_SCALE_KAI_TUNING_PROFILE``: how KAI is tuned, a file of ``include/manifests/kai-tuning/``."""
-    retry_delay_seconds: int
-    """Delay before a setup or teardown task is retried."""
-    alerts: AlertSettings
-    """Where alerts about failed and overdue runs go (none by default)."""
-
     @classmethod
     def from_environment(cls, *, default_include_dir: Path) -> PipelineSettings:
         """Read ``KAI_SCALE_*`` variables, with defaults for the local environment.
@@ -264,6 +290,7 @@ class PipelineSettings:
         :param default_include_dir: the ``include/`` beside the DAG files, unless ``KAI_SCALE_INCLUDE_DIR``
             names another.
         """
+        _refuse_renamed()
         results = ResultsLocation.from_environment()
         results_url = _optional("KAI_SCALE_RESULTS_URL")
         if results_url is not None and not results_url.startswith(("https://", "http://")):
@@ -288,6 +315,7 @@ class PipelineSettings:
             include_dir=include_dir,
             kai_tuning_profile=_tuning_profile("KAI_SCALE_KAI_TUNING_PROFILE", include_dir),
             source_mirrors=_source_mirrors(),
+            skip_installs=_skip_installs("KAI_SCALE_SKIP_INSTALLS"),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),
             alerts=AlertSettings.from_environment(),
         )

@@ -32,6 +32,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
 # behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
 # priority classes carry app=engine-e2e and are removed by that label.)
+MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
+SKIP_INSTALLS_VARIABLE = "KAI_SCALE_SKIP_INSTALLS"
 # What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
 NOT_INFRASTRUCTURE = f"{labels.ROLE}!={labels.INFRASTRUCTURE}"
 SNAPSHOT_KINDS: tuple[tuple[str, str], ...] = (
@@ -146,10 +148,23 @@ def _infrastructure(documents: list[dict[str, Any]], placement: Placement) -> li
 
 
 def _apply_release(
-    cluster: ClusterHook, urls: list[str], *, sources: Sources, placement: Placement
+    cluster: ClusterHook,
+    urls: list[str],
+    *,
+    sources: Sources,
+    placement: Placement,
+    leave_out: set[str] | None = None,
 ) -> list[str]:
-    """Download release manifests (or their mirror) and apply them as the setup's infrastructure."""
-    return cluster.apply(_infrastructure(_fetch_manifests(urls, sources=sources), placement))
+    """Download release manifests (or their mirror) and apply them as the setup's infrastructure.
+
+    ``leave_out``: names of objects not to apply (KAI's setup deletes kwok's pod-complete stage).
+    """
+    documents = [
+        d
+        for d in _fetch_manifests(urls, sources=sources)
+        if d["metadata"]["name"] not in (leave_out or set())
+    ]
+    return cluster.apply(_infrastructure(documents, placement))
 
 
 def install_kwok(
@@ -167,7 +182,9 @@ def install_kwok(
     else:
         applied = _apply_release(cluster, kwok["manifests"], sources=sources, placement=placement)
         lines.append(f"installed KWOK {kwok['version']}: {len(applied)} objects")
-    stages = _apply_release(cluster, kwok["stages"], sources=sources, placement=placement)
+    stages = _apply_release(
+        cluster, kwok["stages"], sources=sources, placement=placement, leave_out=set(kwok["delete_stages"])
+    )
     lines.append(f"applied KWOK {kwok['version']}'s stages: {', '.join(stages)}")
     for stage in kwok["delete_stages"]:
         deleted = cluster.delete(api_version="kwok.x-k8s.io/v1alpha1", kind="Stage", name=stage)
@@ -211,12 +228,13 @@ def size_node_pool(
 
 def _chart(release: str, spec: dict[str, Any], *, sources: Sources, placement: Placement) -> helm.Chart:
     source = sources.resolve(spec["chart"])
+    repo = sources.resolve(spec["repo"]).reference if spec.get("repo") else None
     return helm.Chart(
         release=release,
         chart=source.reference,
         version=str(spec["version"]),
         namespace=spec["namespace"],
-        repo=spec.get("repo"),
+        repo=repo,
         values={k: str(v) for k, v in (spec.get("set") or {}).items()},
         plain_http=source.plain_http,
         post_renderer=placement.post_renderer(),
@@ -255,14 +273,26 @@ def install_fake_gpu_operator(
 
 
 def install_monitoring(
-    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, placement: Placement
+    cluster: ClusterHook,
+    *,
+    installs: dict[str, Any],
+    sources: Sources,
+    placement: Placement,
+    skip: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """kube-prometheus-stack and Pyroscope."""
+    """kube-prometheus-stack and Pyroscope, but those the deployment leaves to the cluster (``skip``)."""
     charts = installs["charts"]
+    releases = [release for release in MONITORING_RELEASES if release not in skip]
+    lines = [
+        f"{release}: left to the cluster ({SKIP_INSTALLS_VARIABLE}), not installed by the setup"
+        for release in MONITORING_RELEASES
+        if release in skip
+    ]
+    if not releases:
+        return lines
     _require_helm("the monitoring stack")
-    lines = []
     with cluster.helm_target() as target:
-        for release in ("kube-prometheus-stack", "pyroscope"):
+        for release in releases:
             chart = _chart(release, charts[release], sources=sources, placement=placement)
             changed = helm.ensure_release(chart, target=target)
             lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")

@@ -89,6 +89,7 @@ def install_monitoring(*, settings: PipelineSettings) -> list[str]:
             installs=setup.load_installs(settings.include_dir),
             sources=settings.source_mirrors,
             placement=settings.system_placement,
+            skip=settings.skip_installs,
         )
     )
 
