@@ -4,7 +4,8 @@
 # source tree:
 # - the runner image (docker/runner/Dockerfile), its suite compiled from that tree;
 # - KAI's own images (localenv/images/kai): its services and the chart's crd-upgrader hook image;
-# - the fake GPU operator's (localenv/images/fake-gpu-operator), from its source archive.
+# - the fake GPU operator's (localenv/images/fake-gpu-operator), from its source archive;
+# - kwok-operator's and its metrics proxy's (localenv/images/kwok-operator), from their Go modules.
 # Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
 #
 # Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP)
@@ -361,6 +362,42 @@ kai_images() { # <KAI source dir> <commit>
   project_image kai crd-upgrader "$KAI_IMAGE_REPOSITORY/crd-upgrader:$tag" "${contexts[@]}"
 }
 
+# --- kwok-operator's images, from Go modules ---
+
+# kwok-operator's tag 1.0.1 is not a semantic version, so its module is addressed by the commit's
+# pseudo-version: the one KAI's go.mod pins (the module proxy serves it with GONOSUMDB=github.com/run-ai).
+KWOK_OPERATOR_MODULE="github.com/run-ai/kwok-operator"
+KWOK_OPERATOR_VERSION="v0.0.0-20240926063032-05b6364bc7c7"
+KWOK_OPERATOR_IMAGE="docker.io/runaidevops/kwok-operator:1.0.1"
+# The metrics proxy its release manifest runs beside the manager.
+KUBE_RBAC_PROXY_MODULE="github.com/brancz/kube-rbac-proxy"
+KUBE_RBAC_PROXY_VERSION="v0.15.0"
+
+module_dir() { # <module> <version>: its directory in the module cache, downloaded by version
+  local info dir
+  info="$(GONOSUMDB="$KAI_GONOSUMDB" go mod download -json "$1@$2")" || fail "downloading $1@$2 failed: $info"
+  dir="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$info")"
+  [[ -d "$dir" ]] || fail "no directory for $1@$2 in the module cache: $info"
+  echo "$dir"
+}
+
+kwok_operator_images() {
+  local source binaries base
+  base="$(minimal_base)"
+  # Built inside the module cache: `go install` refuses kube-rbac-proxy (its replace directives, and
+  # the proxy answers 403 for its version list), a build in its own module does not.
+  source="$(module_dir "$KWOK_OPERATOR_MODULE" "$KWOK_OPERATOR_VERSION")"
+  binaries="$images_root/kwok-operator-bin/${KWOK_OPERATOR_VERSION##*-}-$(go env GOVERSION)"
+  go_binaries "kwok-operator-${KWOK_OPERATOR_VERSION##*-}" "$source" "$binaries" "-s -w" ./cmd
+  project_image kwok-operator manager "$KWOK_OPERATOR_IMAGE" --build-context "bin=$binaries" \
+    --build-arg "BASE_IMAGE=$base"
+  source="$(module_dir "$KUBE_RBAC_PROXY_MODULE" "$KUBE_RBAC_PROXY_VERSION")"
+  binaries="$images_root/kube-rbac-proxy-bin/$KUBE_RBAC_PROXY_VERSION-$(go env GOVERSION)"
+  go_binaries "kube-rbac-proxy-$KUBE_RBAC_PROXY_VERSION" "$source" "$binaries" "-s -w" ./cmd/kube-rbac-proxy
+  project_image kwok-operator kube-rbac-proxy "gcr.io/kubebuilder/kube-rbac-proxy:$KUBE_RBAC_PROXY_VERSION" \
+    --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
+}
+
 # --- The fake GPU operator's images ---
 
 # Its components that run on a cluster of KWOK GPU nodes (localenv/images/fake-gpu-operator), tagged
@@ -394,6 +431,7 @@ check_kai_source "$source_dir"
 check_go_version "$source_dir"
 kai_images "$source_dir" "$commit"
 fake_gpu_operator_images
+kwok_operator_images
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"

@@ -8,12 +8,16 @@ The local deployment's ``KAI_SCALE_SOURCE_MIRRORS`` points ``https://github.com/
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+
+from localenv.processes import ComponentError
 
 GITHUB = "https://github.com/"
 
@@ -49,6 +53,39 @@ def write_kwok_release(
         path.write_text(rendered)
         written.append(path)
     return written
+
+
+# kwok-operator's release 1.0.1, as the module at the pseudo-version KAI's go.mod pins (tag 1.0.1 is
+# not a semantic version); the module proxy serves it only without the checksum database's check.
+KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"
+KWOK_OPERATOR_MODULE_VERSION = "v0.0.0-20240926063032-05b6364bc7c7"
+KWOK_OPERATOR_RELEASE = f"{GITHUB}run-ai/kwok-operator/releases/download/1.0.1/kwok-operator.yaml"
+
+
+def module_dir(module: str, version: str) -> Path:
+    """The module's directory in Go's module cache, downloaded by version if missing."""
+    result = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{version}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GOTOOLCHAIN": "local", "GONOSUMDB": "github.com/run-ai", "GOFLAGS": "-mod=mod"},
+    )
+    directory = json.loads(result.stdout or "{}").get("Dir") if result.returncode == 0 else None
+    if not directory:
+        raise ComponentError(
+            f"cannot download {module}@{version}: {result.stdout.strip()} {result.stderr.strip()}"
+        )
+    return Path(directory)
+
+
+def write_kwok_operator_release(*, mirror: Path, kubectl: Callable[..., str]) -> Path:
+    """Render kwok-operator's release manifest (its kustomize ``config/default``) into the mirror."""
+    module = module_dir(KWOK_OPERATOR_MODULE, KWOK_OPERATOR_MODULE_VERSION)
+    path = mirror / KWOK_OPERATOR_RELEASE.removeprefix("https://")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(kubectl("kustomize", str(module / "config" / "default")))
+    return path
 
 
 def mirror_rule(mirror: Path) -> dict[str, str]:

@@ -46,7 +46,7 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # The cluster DNS of localenv/manifests/coredns.yaml.
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.12.1"
 # Upstream registries whose images the node pulls from the local registry, under <registry>/<upstream>/.
-MIRRORED_REGISTRIES = ("registry.k8s.io", "ghcr.io", "quay.io", "docker.io", "nvcr.io")
+MIRRORED_REGISTRIES = ("registry.k8s.io", "ghcr.io", "quay.io", "docker.io", "nvcr.io", "gcr.io")
 # Cgroup parent of every pod (cgroupfs driver, cgroups v1): one tree to remove on stop.
 CGROUP_ROOT = "kai-scale"
 COMPONENTS = ("containerd", "kubelet", "kube-proxy")
