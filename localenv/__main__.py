@@ -10,8 +10,6 @@ from localenv.environment import LocalEnvironment
 from localenv.processes import ComponentError
 from localenv.settings import Settings
 
-DEFAULT_NODE_COUNT = 8
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; print a clear error and exit 1 when a component fails."""
@@ -21,8 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument(
         "--nodes",
         type=int,
-        default=DEFAULT_NODE_COUNT,
-        help=f"size of the managed-nodepool NodePool (default {DEFAULT_NODE_COUNT})",
+        default=0,
+        help="size of the managed-nodepool NodePool once a run's setup has installed kwok-operator "
+        "(default 0: the setup sizes it)",
     )
     commands.add_parser("down", help="stop everything and remove the state directory")
     commands.add_parser("env", help='print export lines for a shell: eval "$(make -s local-env)"')

@@ -74,9 +74,10 @@ STAGE_FILES = (
 )
 MANIFESTS = Path(__file__).with_name("manifests")
 # The same NodePool the pipeline sizes for each run.
+NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
 # Processes localenv runs itself, in start order.
-OWN_COMPONENTS = ("nodepool-controller", "s3")
+OWN_COMPONENTS = ("s3",)
 UP_TIMEOUT_SECONDS = 120
 
 
@@ -169,7 +170,8 @@ class LocalEnvironment:
             if self.config.real_node:
                 # The sources may have changed since it started: images.sh rebuilds only what did.
                 self._install_from_source(self.registry())
-            self.scale_node_pool(node_count)
+            if node_count:
+                self.scale_node_pool(node_count)
             print(f"local environment already running (state in {self.config.home})")
             return
         if self.config.home.exists():
@@ -215,14 +217,11 @@ class LocalEnvironment:
         self._write_manifest_mirror()
         if config.real_node:
             self._start_node()
-        self.kubectl("apply", "-f", str(MANIFESTS / "nodepool-crd.yaml"))
         self.kubectl("apply", "-f", "-", input_text=self._stages())
-        self.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd/nodepools.kwok.sigs.run-ai.com"
-        )
         self._start_own_components()
         self._create_bucket()
-        self.scale_node_pool(node_count)
+        if node_count:
+            self.scale_node_pool(node_count)
         print(f"local environment up in {time.monotonic() - started:.1f} s (state in {config.home})")
 
     def _create_cluster(self) -> None:
@@ -375,6 +374,7 @@ class LocalEnvironment:
         return self.config.home / "images.env"
 
     def _write_manifest_mirror(self) -> None:
+        manifest_mirror.write_kwok_operator_release(mirror=self.config.mirror_dir, kubectl=self.kubectl)
         manifest_mirror.write_kwok_release(
             mirror=self.config.mirror_dir,
             kwok_module=_kwok_module_dir(),
@@ -394,42 +394,25 @@ class LocalEnvironment:
         return "\n---\n".join(documents)
 
     def _start_own_components(self) -> None:
+        """The S3 endpoint (moto's server)."""
         config = self.config
-        kubeconfig = str(config.kubeconfig)
-        commands = {
-            "nodepool-controller": [
-                _python(),
-                "-m",
-                "localenv.nodepool_controller",
-                f"--kubeconfig={kubeconfig}",
-            ],
-            "s3": [
-                str(Path(_python()).parent / "moto_server"),
-                "-H",
-                # Every address, for the runner pods on the bridge; the guard lets only lo and the bridge in.
-                "0.0.0.0" if config.real_node else "127.0.0.1",
-                "-p",
-                str(config.ports.s3),
-            ],
-        }
-        for name in OWN_COMPONENTS:
-            processes.start(name=name, argv=commands[name], log_dir=config.logs_dir, run_dir=config.run_dir)
-        for name, ready, what in (
-            ("s3", lambda: processes.port_in_use(config.ports.s3), "listening"),
-            (
-                "nodepool-controller",
-                lambda: "watching" in self._log("nodepool-controller"),
-                "watching NodePools",
-            ),
-        ):
-            processes.wait_until(
-                ready,
-                timeout=60,
-                component=name,
-                log_path=config.logs_dir / f"{name}.log",
-                what=what,
-                alive=lambda name=name: processes.running_pid(name=name, run_dir=config.run_dir) is not None,  # type: ignore[misc]
-            )
+        argv = [
+            str(Path(_python()).parent / "moto_server"),
+            "-H",
+            # Every address, for the runner pods on the bridge; the guard lets only lo and the bridge in.
+            "0.0.0.0" if config.real_node else "127.0.0.1",
+            "-p",
+            str(config.ports.s3),
+        ]
+        processes.start(name="s3", argv=argv, log_dir=config.logs_dir, run_dir=config.run_dir)
+        processes.wait_until(
+            lambda: processes.port_in_use(config.ports.s3),
+            timeout=60,
+            component="s3",
+            log_path=config.logs_dir / "s3.log",
+            what="listening",
+            alive=lambda: processes.running_pid(name="s3", run_dir=config.run_dir) is not None,
+        )
 
     def _build_and_push_images(self, registry: LocalRegistry) -> None:
         """The runner's and KAI's images from source (localenv/images.sh; cached, then only pushed)."""
@@ -481,7 +464,12 @@ class LocalEnvironment:
         s3.create_bucket(Bucket=settings.DEFAULT_BUCKET)
 
     def scale_node_pool(self, node_count: int) -> None:
-        """Apply managed-nodepool with ``node_count`` nodes."""
+        """Apply managed-nodepool at ``node_count``: kwok-operator, which the setup installs, makes them."""
+        if not self.kubectl("get", "crd", NODEPOOL_CRD, "--ignore-not-found", "--output=name").strip():
+            raise ComponentError(
+                f"no {NODEPOOL_CRD} here: kwok-operator is installed by the pipeline's setup (a run's "
+                "size_node_pool, e.g. make demo); scale the pool after it"
+            )
         pool = yaml.safe_load(NODEPOOL_MANIFEST.read_text())
         pool["spec"]["nodeCount"] = node_count
         self.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(pool))

@@ -154,9 +154,15 @@ def kai_queue_crd(local_env: LocalEnvironment) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def gpu_nodes(airflow_on_local_env: dict[str, str]) -> None:
-    """KWOK nodes that get GPUs: the fake GPU operator, installed by the pipeline's own setup step."""
+def prepared_cluster(airflow_on_local_env: dict[str, str]) -> None:
+    """What a run's setup installs, by the pipeline's own steps.
+
+    KWOK's stages, kwok-operator with an empty managed-nodepool, and the fake GPU operator, which gives
+    the KWOK nodes their GPUs.
+    """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster_tasks.install_kwok(settings=settings)
+    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
     cluster_tasks.install_fake_gpu_operator(settings=settings)
 
 

@@ -80,7 +80,7 @@ def test_trend_view_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvi
     assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 
 
-@pytest.mark.usefixtures("gpu_nodes")
+@pytest.mark.usefixtures("prepared_cluster")
 def test_load_generator(local_env: LocalEnvironment) -> None:
     pool = yaml.safe_load(local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "yaml"))
     try:
@@ -120,3 +120,4 @@ def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
             [sys.executable, "-m", "localenv", "down"], env={**os.environ, **env}, cwd=REPO, check=True
         )
     assert "warm `local-up`" in output
+    assert "| nodes Ready | not measured: kwok-operator's pod needs the real node |" in output

@@ -127,7 +127,7 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     # have installed it, and left nodes).
     if "fake-gpu-operator" in _releases(namespace):
         _helm("uninstall", "fake-gpu-operator", "-n", namespace, "--wait")
-    local_env.scale_node_pool(0)
+    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
     selector = f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}"
     wait_for(lambda: not core.list_node(label_selector=selector).items, timeout=60, what="no KWOK nodes")
 

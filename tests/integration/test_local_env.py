@@ -19,8 +19,10 @@ from kubernetes import client
 from localenv import settings
 from localenv.environment import LocalEnvironment
 from localenv.node import NODE_NAME
-from localenv.nodepool_controller import CONTROLLER_LABEL
 from tests.waiting import wait_for
+
+# kwok-operator labels each node with its NodePool.
+CONTROLLER_LABEL = "kwok.x-k8s.io/controller"
 
 
 def test_api_server_answers(local_env: LocalEnvironment) -> None:
@@ -29,6 +31,7 @@ def test_api_server_answers(local_env: LocalEnvironment) -> None:
     assert version["serverVersion"]["gitVersion"].startswith("v1.")
 
 
+@pytest.mark.usefixtures("prepared_cluster")
 def test_up_again_is_harmless(local_env: LocalEnvironment, core: client.CoreV1Api) -> None:
     pool = local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "jsonpath={.spec.nodeCount}")
     local_env.up(node_count=int(pool))
@@ -37,8 +40,11 @@ def test_up_again_is_harmless(local_env: LocalEnvironment, core: client.CoreV1Ap
 
 
 @pytest.fixture
-def node_pool(local_env: LocalEnvironment, api_client: client.ApiClient) -> Iterator[str]:
-    """A NodePool of its own (20 GPU nodes), deleted afterwards together with its nodes."""
+def node_pool(prepared_cluster: None, api_client: client.ApiClient) -> Iterator[str]:
+    """A NodePool of its own (20 GPU nodes, from its template), deleted afterwards with its nodes.
+
+    The real kwok-operator makes them: the setup installed it.
+    """
     custom = client.CustomObjectsApi(api_client)
     name = f"test-pool-{uuid.uuid4().hex[:6]}"
     gpus = {"cpu": "8", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "8"}

@@ -69,7 +69,7 @@ def test_down_leaves_no_process_port_or_directory(
     home = tmp_path / "full"
     second = _second_environment(local_env, home)
     try:
-        second.up(node_count=2)
+        second.up(node_count=0)
         assert second.is_up()
         pids = list(processes_under(str(home)))
         assert pids, "the second environment should run processes from its state directory"

@@ -211,6 +211,8 @@ def size_node_pool(
     if not cluster.crd_exists(NODEPOOL_CRD):
         operator = installs["kwok_operator"]
         _apply_release(cluster, operator["manifests"], sources=sources, placement=placement)
+        if not cluster.wait_for_crd(NODEPOOL_CRD, timeout_seconds=60):
+            raise SetupError(f"kwok-operator's CRD {NODEPOOL_CRD} was applied, not established in 60 s")
         lines.append(f"installed kwok-operator {operator['version']}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})

@@ -118,6 +118,20 @@ class ClusterHook(KubernetesHook):
             raise
         return True
 
+    def wait_for_crd(self, name: str, *, timeout_seconds: float) -> bool:
+        """Wait until the CustomResourceDefinition is Established; False at the deadline."""
+        api = client.ApiextensionsV1Api(self.api_client)
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            with suppress(ApiException):
+                conditions = api.read_custom_resource_definition(name).status.conditions or []
+                if any(c.type == "Established" and c.status == "True" for c in conditions):
+                    # The dynamic client learned the served kinds before this one existed.
+                    self.dynamic.resources.invalidate_cache()
+                    return True
+            time.sleep(1)
+        return False
+
     def _resource(self, api_version: str, kind: str) -> Any:
         return self.dynamic.resources.get(api_version=api_version, kind=kind)
 
