@@ -13,7 +13,9 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.metrics.prometheus_api import PrometheusClient
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from kai_scale_runner.kai_detection import KAI_NAMESPACE, SCHEDULER_APP, serving
@@ -157,13 +159,17 @@ def kai_queue_crd(local_env: LocalEnvironment) -> Iterator[None]:
 def prepared_cluster(airflow_on_local_env: dict[str, str]) -> None:
     """What a run's setup installs, by the pipeline's own steps.
 
-    KWOK's stages, kwok-operator with an empty managed-nodepool, and the fake GPU operator, which gives
-    the KWOK nodes their GPUs.
+    KWOK's stages, kwok-operator and the fake GPU operator, which gives the KWOK nodes their GPUs;
+    managed-nodepool is absent afterwards, as after a night's teardown.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     cluster_tasks.install_kwok(settings=settings)
     cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
     cluster_tasks.install_fake_gpu_operator(settings=settings)
+    # Ended as a night ends: its teardown removes the pool it created; the operators stay.
+    cluster_setup.teardown(
+        ClusterHook(conn_id="kubernetes_default"), run_id="prepared-cluster", existing=None
+    )
 
 
 @pytest.fixture

@@ -44,8 +44,12 @@ def _states(dag_run: Any) -> dict[str, str | None]:
     return {ti.task_id: ti.state for ti in dag_run.get_task_instances()}
 
 
-def _node_pool_size(local_env: LocalEnvironment) -> int:
-    return int(local_env.kubectl("get", "nodepool", "managed-nodepool", "-o", "jsonpath={.spec.nodeCount}"))
+def _node_pool_size(local_env: LocalEnvironment) -> int | None:
+    """managed-nodepool's size; None when there is none (a fresh cluster, or after a night's teardown)."""
+    size = local_env.kubectl(
+        "get", "nodepool", "managed-nodepool", "--ignore-not-found", "-o", "jsonpath={.spec.nodeCount}"
+    )
+    return int(size) if size.strip() else None
 
 
 @pytest.mark.usefixtures("prometheus")

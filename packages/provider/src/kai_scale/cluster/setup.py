@@ -32,6 +32,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
 # behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
 # priority classes carry app=engine-e2e and are removed by that label.)
+POOL_DELETION_TIMEOUT_SECONDS = 300
 MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
 SKIP_INSTALLS_VARIABLE = "KAI_SCALE_SKIP_INSTALLS"
 # What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
@@ -419,6 +420,16 @@ def _restore_node_pool(cluster: ClusterHook) -> list[str]:
         return [f"NodePool {NODEPOOL_NAME}: no original size recorded, left at {pool['spec']['nodeCount']}"]
     if original == "absent":
         cluster.delete(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+        # kwok-operator's finalizer removes the nodes first: the next run must not meet a pool that is
+        # still being deleted.
+        deadline = time.monotonic() + POOL_DELETION_TIMEOUT_SECONDS
+        while cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME) is not None:
+            if time.monotonic() > deadline:
+                raise SetupError(
+                    f"NodePool {NODEPOOL_NAME} still exists {POOL_DELETION_TIMEOUT_SECONDS} s after its "
+                    "deletion: check kwok-operator (its finalizer deletes the pool's nodes first)"
+                )
+            time.sleep(2)
         return [f"NodePool {NODEPOOL_NAME} deleted (the run created it)"]
     cluster.merge_patch(
         api_version=NODEPOOL[0],
