@@ -56,3 +56,26 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     assert _stages(local_env) == FAST_STAGES, "the setup's stages stay, the run's own is gone"
     again = cluster_tasks.install_kwok(settings=settings)
     assert again[1:] == lines[1:], "the next night applies the same stages and finds nothing else to do"
+
+
+@pytest.mark.usefixtures("prepared_cluster")
+@pytest.mark.parametrize("node_count", [0, 2])
+def test_teardown_deletes_the_pool_its_run_created_with_its_nodes(
+    local_env: LocalEnvironment, node_count: int
+) -> None:
+    """The real kwok-operator lets the pool go, also the empty one its 1.0.1 never deletes by itself.
+
+    The next night's setup then creates the pool afresh and meets no node of the old one.
+    """
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster = ClusterHook(conn_id="kubernetes_default")
+    pool_nodes = ("get", "nodes", "-l", "kwok.x-k8s.io/controller=managed-nodepool", "--output=name")
+    cluster_tasks.size_node_pool(settings=settings, params={"node_count": node_count})
+    cluster_setup.wait_for_nodes(cluster, node_count=node_count)
+    assert len(local_env.kubectl(*pool_nodes).split()) == node_count
+
+    lines = cluster_setup.teardown(cluster, run_id="night-1", existing=None)
+
+    assert lines[-1] == "NodePool managed-nodepool deleted (the run created it)"
+    assert local_env.kubectl("get", "nodepools", "--output=name") == ""
+    assert local_env.kubectl(*pool_nodes) == ""

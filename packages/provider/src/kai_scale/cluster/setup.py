@@ -27,16 +27,17 @@ SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
 KAI_QUEUE_CRD = "queues.scheduling.run.ai"
 NODEPOOL = ("kwok.sigs.run-ai.com/v1beta1", "NodePool")
 NODEPOOL_NAME = "managed-nodepool"
+POOL_NODE_LABEL = "kwok.x-k8s.io/controller"  # kwok-operator labels a pool's nodes with its name
 ORIGINAL_COUNT_ANNOTATION = "kai-scale.dev/original-node-count"
 GPU_RESOURCE = "nvidia.com/gpu"
-# Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
-# behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
-# priority classes carry app=engine-e2e and are removed by that label.)
 POOL_DELETION_TIMEOUT_SECONDS = 300
 MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
 SKIP_INSTALLS_VARIABLE = "KAI_SCALE_SKIP_INSTALLS"
 # What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
 NOT_INFRASTRUCTURE = f"{labels.ROLE}!={labels.INFRASTRUCTURE}"
+# Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
+# behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
+# priority classes carry app=engine-e2e and are removed by that label.)
 SNAPSHOT_KINDS: tuple[tuple[str, str], ...] = (
     ("scheduling.run.ai/v2", "Queue"),
     ("kai.scheduler/v1alpha1", "Topology"),
@@ -313,7 +314,7 @@ def wait_for_nodes(cluster: ClusterHook, *, node_count: int, timeout: float | No
     """Wait until the NodePool's nodes are Ready with GPUs allocatable (a watch, not a poll)."""
     deadline_seconds = timeout if timeout is not None else 300 + 0.1 * node_count
     total, ready = cluster.wait_for_ready_nodes(
-        selector=f"kwok.x-k8s.io/controller={NODEPOOL_NAME}",
+        selector=f"{POOL_NODE_LABEL}={NODEPOOL_NAME}",
         resource=GPU_RESOURCE,
         count=node_count,
         timeout_seconds=deadline_seconds,
@@ -420,14 +421,22 @@ def _restore_node_pool(cluster: ClusterHook) -> list[str]:
         return [f"NodePool {NODEPOOL_NAME}: no original size recorded, left at {pool['spec']['nodeCount']}"]
     if original == "absent":
         cluster.delete(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
-        # kwok-operator's finalizer removes the nodes first: the next run must not meet a pool that is
-        # still being deleted.
+        if pool["spec"]["nodeCount"] == 0:
+            # kwok-operator 1.0.1 never deletes a pool of 0 nodes: the deletion bumps its generation,
+            # and the operator's answer, a status update without resourceVersion, fails forever. With
+            # no nodes to remove, its finalizer guards nothing.
+            cluster.drop_finalizers(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+        # The garbage collector removes the pool's nodes once it is gone. The next run must meet
+        # neither: kwok-operator counts every node with the pool's label as its own.
+        pool_nodes = f"{POOL_NODE_LABEL}={NODEPOOL_NAME}"
         deadline = time.monotonic() + POOL_DELETION_TIMEOUT_SECONDS
-        while cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME) is not None:
+        while cluster.get(
+            api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME
+        ) is not None or cluster.names(api_version="v1", kind="Node", selector=pool_nodes):
             if time.monotonic() > deadline:
                 raise SetupError(
-                    f"NodePool {NODEPOOL_NAME} still exists {POOL_DELETION_TIMEOUT_SECONDS} s after its "
-                    "deletion: check kwok-operator (its finalizer deletes the pool's nodes first)"
+                    f"NodePool {NODEPOOL_NAME} or its nodes ({pool_nodes}) still exist "
+                    f"{POOL_DELETION_TIMEOUT_SECONDS} s after its deletion: check kwok-operator's log"
                 )
             time.sleep(2)
         return [f"NodePool {NODEPOOL_NAME} deleted (the run created it)"]

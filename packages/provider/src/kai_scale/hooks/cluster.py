@@ -169,6 +169,22 @@ class ClusterHook(KubernetesHook):
             body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
         )
 
+    def drop_finalizers(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> bool:
+        """Remove every finalizer of one object; False when it did not exist (any more)."""
+        try:
+            self.merge_patch(
+                api_version=api_version,
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                patch={"metadata": {"finalizers": None}},
+            )
+        except (NotFoundError, ResourceNotFoundError):
+            return False
+        return True
+
     def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Delete one object; False when it did not exist."""
         try:
