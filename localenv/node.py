@@ -510,9 +510,11 @@ def _kill_cgroup_members(root: str) -> None:
     def members() -> set[int]:
         pids: set[int] = set()
         for hierarchy in _cgroup_hierarchies():
-            for procs in (hierarchy / root).rglob("cgroup.procs"):
-                with suppress(OSError):
-                    pids.update(int(line) for line in procs.read_text().split())
+            # os.walk, not rglob: a pod's cgroup may vanish during the walk, which rglob raises for.
+            for directory, _, files in os.walk(hierarchy / root):
+                if "cgroup.procs" in files:
+                    with suppress(OSError):
+                        pids.update(int(line) for line in Path(directory, "cgroup.procs").read_text().split())
         return pids
 
     deadline = time.monotonic() + 10
@@ -532,13 +534,10 @@ def _remove_cgroups(root: str) -> None:
         tree = hierarchy / root
         if not tree.is_dir():
             continue
-        for directory in sorted(
-            (p for p in tree.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        ):
+        # Deepest first (bottom-up), the tree itself last.
+        for directory, _, _ in os.walk(tree, topdown=False):
             with suppress(OSError):
-                directory.rmdir()
-        with suppress(OSError):
-            tree.rmdir()
+                os.rmdir(directory)
 
 
 def _write(path: Path, text: str) -> None:

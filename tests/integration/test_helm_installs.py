@@ -158,7 +158,8 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
             "the operator's topology"
         )
     finally:
-        local_env.scale_node_pool(0)
+        # As the night ends: the pool its setup created goes (kwok-operator deletes its nodes).
+        cluster_setup.teardown(cluster, run_id="fake-gpu-operator-test", existing=None)
     assert cluster_tasks.install_fake_gpu_operator(settings=settings)[0].startswith(
         "fake-gpu-operator 0.0.73 up to date"
     )
