@@ -1,9 +1,10 @@
 """Bring the local environment up and down, and describe it.
 
 kwokctl (binary runtime, pointed at the locally built binaries) runs etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kwok-controller and Prometheus. localenv itself runs the
-NodePool controller, the S3 endpoint (moto server) and, with ``real_node``, the registry and the node
-``kai-system`` on which every real pod runs (CoreDNS, the runner pods).
+kube-controller-manager, kube-scheduler and Prometheus. localenv itself runs the S3 endpoint (moto
+server) and, with ``real_node``, the registry and the node ``kai-system`` on which every real pod runs
+(CoreDNS, the runner pods, and what the pipeline's setup installs: KWOK's controller, kwok-operator,
+the fake GPU operator). Without the node, kwokctl runs KWOK's controller too.
 """
 
 from __future__ import annotations
@@ -217,7 +218,8 @@ class LocalEnvironment:
         self._write_manifest_mirror()
         if config.real_node:
             self._start_node()
-        self.kubectl("apply", "-f", "-", input_text=self._stages())
+        else:
+            self.kubectl("apply", "-f", "-", input_text=self._stages())
         self._start_own_components()
         self._create_bucket()
         if node_count:
@@ -273,17 +275,25 @@ class LocalEnvironment:
             f"--etcd-binary={binary / 'etcd'}",
             f"--prometheus-binary={binary / 'prometheus'}",
             f"--kube-apiserver-port={config.ports.kube_apiserver}",
-            f"--controller-port={config.ports.kwok_controller}",
             f"--prometheus-port={config.ports.prometheus}",
-            "--enable-crds=Stage",
             # Scale tests measure the scheduler, not client-side rate limiters (default QPS 50).
             "--disable-qps-limits",
-            # kwok simulates only the NodePool's nodes; kai-system has a kubelet of its own.
-            "--extra-args=kwok-controller=manage-all-nodes=false",
-            "--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             f"--kubeconfig={config.kubeconfig}",
             "--wait=90s",
         ]
+        if config.real_node:
+            # As on a real cluster, KWOK is missing until the pipeline's setup installs its release,
+            # whose controller then runs as a pod on the node.
+            argv.append("--disable=kwok-controller")
+        else:
+            # No node for KWOK's pod: kwokctl runs its controller, and `up` applies the stages.
+            argv += [
+                f"--controller-port={config.ports.kwok_controller}",
+                "--enable-crds=Stage",
+                # As kwok's release configures it: only the NodePool's nodes are simulated.
+                "--extra-args=kwok-controller=manage-all-nodes=false",
+                "--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            ]
         log_path = config.logs_dir / "kwokctl.log"
         env = {
             **_without_kubeconfig(os.environ),

@@ -31,7 +31,7 @@ class Ports:
     kube_apiserver: int
     """kube-apiserver (HTTPS)."""
     kwok_controller: int
-    """kwok's kubelet API and /metrics."""
+    """kwok's kubelet API and /metrics, when kwokctl runs it (without the real node)."""
     prometheus: int
     """Prometheus web API."""
     s3: int
@@ -185,10 +185,13 @@ class Settings:
         return f"http://{self.s3_host}:{self.ports.s3}"
 
     def own_ports(self) -> dict[str, int]:
-        """The ports this environment listens on, by component (the registry: with the node)."""
+        """The ports this environment listens on, by component.
+
+        With the node: the registry; without it: kwokctl's kwok-controller (with the node, KWOK's
+        controller is the pod the pipeline's setup installs).
+        """
         ports = self.ports.by_component()
-        if not self.real_node:
-            del ports["registry"]
+        del ports["kwok-controller" if self.real_node else "registry"]
         return ports
 
     @property

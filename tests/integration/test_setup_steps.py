@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -10,10 +12,12 @@ from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
+from localenv.node import NODE_NAME
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
+KWOK_RELEASE = "https://github.com/kubernetes-sigs/kwok/releases/download/v0.8.0/kwok.yaml"
 FAST_STAGES = {"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-delete"}
 SUITE_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -33,6 +37,30 @@ def _stages(local_env: LocalEnvironment) -> set[str]:
     )
 
 
+def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_system_node(
+    local_env: LocalEnvironment,
+) -> None:
+    """The first night: kwok's release, from its mirror, and its controller a pod on the system node."""
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    release = local_env.config.mirror_dir / KWOK_RELEASE.removeprefix("https://")
+    local_env.kubectl("delete", "--ignore-not-found", "--wait", "-f", str(release))
+
+    lines = cluster_tasks.install_kwok(settings=settings)
+
+    assert lines[0].startswith("installed KWOK v0.8.0: ")
+    local_env.kubectl(
+        "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=120s"
+    )
+    pods = json.loads(
+        local_env.kubectl("-n", "kube-system", "get", "pods", "-l", "app=kwok-controller", "-o", "json")
+    )
+    [pod] = pods["items"]
+    assert pod["spec"]["nodeName"] == NODE_NAME
+    assert pod["spec"]["containers"][0]["image"] == "registry.k8s.io/kwok/kwok:v0.8.0"
+    assert cluster_tasks.install_kwok(settings=settings)[0] == "KWOK already installed", "the next night"
+
+
+@pytest.mark.usefixtures("prepared_cluster")
 def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     local_env: LocalEnvironment,
 ) -> None:
