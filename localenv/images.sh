@@ -6,6 +6,8 @@
 # - KAI's own images (localenv/images/kai): its services and the chart's crd-upgrader hook image;
 # - the fake GPU operator's (localenv/images/fake-gpu-operator), from its source archive;
 # - kwok-operator's and its metrics proxy's (localenv/images/kwok-operator), from their Go modules.
+# - the monitoring chart's (localenv/images/monitoring): prometheus-operator's, Prometheus' and
+#   kube-state-metrics', from their Go modules.
 # Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
 #
 # Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP)
@@ -298,8 +300,9 @@ minimal_base() {
   debian_base minimal-base "localhost/kai-scale-pipeline/minimal-base:$DEBIAN_SUITE-$(base_key </dev/null)" --
 }
 
-# Static binaries of a Go source tree's main packages, built once into a cached directory.
-go_binaries() { # <name> <source dir> <out dir> <ldflags> <packages...>
+# Static binaries of a Go source tree's main packages, built once into a cached directory. Further go
+# build flags (-tags=...) may come before the packages; the last package names the step's file.
+go_binaries() { # <name> <source dir> <out dir> <ldflags> [<go build flags...>] <packages...>
   local name="$1" source="$2" out="$3" ldflags="$4"
   shift 4
   # shellcheck disable=SC2016 # expanded by the inner bash
@@ -398,6 +401,82 @@ kwok_operator_images() {
     --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
 }
 
+# --- The monitoring chart's images, from Go modules ---
+
+# What kube-prometheus-stack 62.7.0 (include/manifests/installs.yaml) runs: prometheus-operator (its
+# appVersion, for the operator, its config reloader and its admission webhook), Prometheus and
+# kube-state-metrics, pushed under the names and tags the chart's values give them.
+PROMETHEUS_OPERATOR_MODULE="github.com/prometheus-operator/prometheus-operator"
+# The module proxy refuses v0.76.1, the chart's tag (403, by its pseudo-version too); v0.76.2 is
+# v0.76.1 and one bug fix (its CHANGELOG: #6909), so it is built and pushed under the chart's tag.
+PROMETHEUS_OPERATOR_VERSION="v0.76.2"
+PROMETHEUS_OPERATOR_TAG="v0.76.1"
+# Its go.mod replaces these nested modules by their directories, which its module zip leaves out.
+PROMETHEUS_OPERATOR_SUBMODULES=(pkg/apis/monitoring pkg/client)
+# Module v0.54.1 is Prometheus 2.54.1.
+PROMETHEUS_MODULE="github.com/prometheus/prometheus"
+PROMETHEUS_VERSION="v0.54.1"
+PROMETHEUS_TAG="v2.54.1"
+KUBE_STATE_METRICS_MODULE="k8s.io/kube-state-metrics/v2"
+KUBE_STATE_METRICS_VERSION="v2.13.0"
+
+# Copies a module's tree and puts nested modules where its replace directives point: <path>=<dir>.
+module_tree() { # <out dir> <module dir> <path=module dir...>
+  local out="$1" nested
+  cp -R "$2/." "$out"
+  shift 2
+  for nested in "$@"; do
+    mkdir -p "$out/${nested%%=*}" && cp -R "${nested#*=}/." "$out/${nested%%=*}"
+  done
+  # The module cache's files are read-only; the cache's copy must be removable.
+  chmod -R u+w "$out"
+}
+
+# The ldflags of the upstream builds: the version prometheus/common's version package reports
+# (in --version and the build_info metric), the module version standing for the commit.
+version_ldflags() { # <version> <module version>
+  local pkg=github.com/prometheus/common/version
+  echo "-s -w -X $pkg.Version=$1 -X $pkg.Revision=$2 -X $pkg.Branch=release"
+}
+
+monitoring_images() {
+  local base module source binaries nested=() path target
+  base="$(minimal_base)"
+  # (Each module's directory is assigned first: a failed download then stops the script.)
+  module="$(module_dir "$PROMETHEUS_OPERATOR_MODULE" "$PROMETHEUS_OPERATOR_VERSION")"
+  for path in "${PROMETHEUS_OPERATOR_SUBMODULES[@]}"; do
+    nested+=("$path=$(module_dir "$PROMETHEUS_OPERATOR_MODULE/$path" "$PROMETHEUS_OPERATOR_VERSION")")
+  done
+  source="$images_root/sources/prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
+  cached_step "prometheus-operator-source-$PROMETHEUS_OPERATOR_VERSION" "$source" go.mod \
+    module_tree "$source.tmp" "$module" "${nested[@]}"
+  binaries="$images_root/prometheus-operator-bin/$PROMETHEUS_OPERATOR_VERSION-$(go env GOVERSION)"
+  go_binaries "prometheus-operator-$PROMETHEUS_OPERATOR_VERSION" "$source" "$binaries" \
+    "$(version_ldflags "${PROMETHEUS_OPERATOR_VERSION#v}" "$PROMETHEUS_OPERATOR_VERSION")" \
+    ./cmd/admission-webhook ./cmd/prometheus-config-reloader ./cmd/operator
+  for target in prometheus-operator prometheus-config-reloader admission-webhook; do
+    project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
+      --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
+  done
+  # Upstream's build tags less builtinassets: the web UI's assets are built by npm and not in the module.
+  source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_VERSION")"
+  binaries="$images_root/prometheus-bin/$PROMETHEUS_VERSION-$(go env GOVERSION)"
+  go_binaries "prometheus-$PROMETHEUS_VERSION" "$source" "$binaries" \
+    "$(version_ldflags "${PROMETHEUS_TAG#v}" "$PROMETHEUS_VERSION")" -tags=netgo,stringlabels \
+    ./cmd/promtool ./cmd/prometheus
+  project_image monitoring prometheus "quay.io/prometheus/prometheus:$PROMETHEUS_TAG" \
+    --build-context "bin=$binaries" --build-context "prometheus-source=$source" --build-arg "BASE_IMAGE=$base"
+  # Its main package is the module's root, and go build names the binary kube-state-metrics (its path
+  # less the major version). The step's file is then ".": its directory exists only once it is built.
+  source="$(module_dir "$KUBE_STATE_METRICS_MODULE" "$KUBE_STATE_METRICS_VERSION")"
+  binaries="$images_root/kube-state-metrics-bin/$KUBE_STATE_METRICS_VERSION-$(go env GOVERSION)"
+  go_binaries "kube-state-metrics-$KUBE_STATE_METRICS_VERSION" "$source" "$binaries" \
+    "$(version_ldflags "$KUBE_STATE_METRICS_VERSION" "$KUBE_STATE_METRICS_VERSION")" .
+  project_image monitoring kube-state-metrics \
+    "registry.k8s.io/kube-state-metrics/kube-state-metrics:$KUBE_STATE_METRICS_VERSION" \
+    --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
+}
+
 # --- The fake GPU operator's images ---
 
 # Its components that run on a cluster of KWOK GPU nodes (localenv/images/fake-gpu-operator), tagged
@@ -432,6 +511,7 @@ check_go_version "$source_dir"
 kai_images "$source_dir" "$commit"
 fake_gpu_operator_images
 kwok_operator_images
+monitoring_images
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
