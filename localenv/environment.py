@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -74,6 +75,9 @@ STAGE_FILES = (
     "pod/fast/pod-delete.yaml",
 )
 MANIFESTS = Path(__file__).with_name("manifests")
+# The deployment's chart values (KAI_SCALE_CHART_VALUES_PROFILE): what is not built here is off.
+CHART_VALUES_DIR = Path(__file__).resolve().parents[1] / "include" / "manifests" / "chart-values"
+CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
@@ -553,10 +557,15 @@ class LocalEnvironment:
             "conn_type": "kubernetes",
             "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
         }
+        # With the node, the pipeline's Prometheus is the one its setup installs (kube-prometheus-stack);
+        # without it, kwokctl's, which scrapes the control plane.
+        prometheus_url = urllib.parse.urlsplit(
+            self.monitoring_prometheus_url() if config.real_node else config.prometheus_url
+        )
         prometheus_connection = {
             "conn_type": "prometheus",
-            "host": "127.0.0.1",
-            "port": config.ports.prometheus,
+            "host": prometheus_url.hostname,
+            "port": prometheus_url.port,
             "schema": "http",
         }
         exports = {
@@ -566,7 +575,7 @@ class LocalEnvironment:
             "AWS_SECRET_ACCESS_KEY": settings.S3_SECRET_KEY,
             "AWS_DEFAULT_REGION": settings.S3_REGION,
             "KAI_SCALE_RESULTS_BUCKET": settings.DEFAULT_BUCKET,
-            "PROMETHEUS_URL": config.prometheus_url,
+            "PROMETHEUS_URL": prometheus_url.geturl(),
             "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(kubernetes_connection),
             "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection),
             "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
@@ -582,11 +591,25 @@ class LocalEnvironment:
             exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
             # The worker has helm, as the Airflow image does.
             exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+            # The monitoring chart without what is not built here, its Prometheus on a NodePort.
+            exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
+            # Pyroscope's chart has no source snapshot here (README, "The local environment").
+            exports["KAI_SCALE_SKIP_INSTALLS"] = "pyroscope"
+        else:
+            # No node for the monitoring stack's pods: kwokctl's Prometheus is the cluster's.
+            exports["KAI_SCALE_SKIP_INSTALLS"] = "kube-prometheus-stack,pyroscope"
         # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
         exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
-        # Its monitoring is its own (kwokctl's Prometheus): the monitoring charts' images are not built.
-        exports["KAI_SCALE_SKIP_INSTALLS"] = "kube-prometheus-stack,pyroscope"
         return exports
+
+    def monitoring_prometheus_url(self) -> str:
+        """The Prometheus of the monitoring chart the setup installs, on its NodePort at the node's address.
+
+        The port is the one the chart values profile gives it (include/manifests/chart-values/).
+        """
+        profile = yaml.safe_load((CHART_VALUES_DIR / f"{CHART_VALUES_PROFILE}.yaml").read_text())
+        node_port = profile["kube-prometheus-stack"]["prometheus.service.nodePort"]
+        return f"http://{self.config.pod_network.gateway}:{node_port}"
 
     def source_mirrors(self) -> list[dict[str, Any]]:
         """The mirrors of what the setup installs (``KAI_SCALE_SOURCE_MIRRORS``).

@@ -89,20 +89,30 @@ PROMETHEUS_HISTORY = timedelta(seconds=20)
 
 
 @pytest.fixture(scope="session")
-def prometheus(local_env: LocalEnvironment) -> Iterator[PrometheusClient]:
-    """The local Prometheus, once rate() over [1m] has had values for at least ``PROMETHEUS_HISTORY``.
+def monitoring(airflow_on_local_env: dict[str, str]) -> str:
+    """The monitoring stack, installed by the pipeline's own setup steps; its Prometheus' URL."""
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster_tasks.install_monitoring(settings=settings)
+    cluster_tasks.install_service_monitors(settings=settings)
+    return airflow_on_local_env["PROMETHEUS_URL"]
+
+
+@pytest.fixture(scope="session")
+def prometheus(monitoring: str) -> Iterator[PrometheusClient]:
+    """The pipeline's Prometheus, once rate() over [1m] has had values for ``PROMETHEUS_HISTORY``.
 
     A freshly started Prometheus has rate() values only from its second scrape (every 15 s) on; a
-    scenario window or a test's window needs a few steps of them.
+    scenario window or a test's window needs a few steps of them. (Its pod starts after helm's wait:
+    the operator makes it.)
     """
-    with PrometheusClient(local_env.config.prometheus_url) as prometheus_client:
+    with PrometheusClient(monitoring) as prometheus_client:
         wait_for(
             lambda: bool(
                 prometheus_client.query(
                     "sum(rate(apiserver_request_total[1m]))", at=datetime.now(UTC) - PROMETHEUS_HISTORY
                 )
             ),
-            timeout=120,
+            timeout=300,
             what=f"Prometheus to have had API server request rates for {PROMETHEUS_HISTORY.seconds} s",
             interval=2,
         )

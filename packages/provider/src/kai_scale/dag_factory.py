@@ -19,6 +19,7 @@ from airflow.sdk.definitions.taskgroup import TaskGroup
 from kai_scale.alerts.wiring import alert_wiring
 from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.cluster.kai_tuning import load_profile as load_tuning_profile
+from kai_scale.cluster.setup import load_installs
 from kai_scale.metrics import task as metrics_task
 from kai_scale.metrics.profile import MetricsProfile, load_profile
 from kai_scale.operators.scenario_pod import ScenarioPodOperator
@@ -62,8 +63,9 @@ def build_nightly_dag(
     """The nightly scale-test DAG for ``scenarios``."""
     names = [s.name for s in scenarios]
     profile = _checked_profile(settings, scenarios)
-    # At parse time, so a broken tuning profile is an import error of the DAG file, not a failed tune_kai.
+    # At parse time, so a broken profile is an import error of the DAG file, not a failed setup task.
     load_tuning_profile(settings.include_dir, settings.kai_tuning_profile)
+    load_installs(settings.include_dir, chart_values=settings.chart_values_profile)
     schema = param_schema(scenario_names=names, enabled=[s.name for s in scenarios if s.enabled])
     alerts = alert_wiring(settings)
 

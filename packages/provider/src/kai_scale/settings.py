@@ -15,6 +15,7 @@ from datetime import timedelta
 from email.utils import parseaddr
 from pathlib import Path
 
+from kai_scale.cluster import chart_values
 from kai_scale.cluster.kai_tuning import DEFAULT_PROFILE, TUNING_DIR, profile_names
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, SourceMirrorsError, Sources
@@ -212,6 +213,18 @@ def _tuning_profile(name: str, include_dir: Path) -> str:
     return profile
 
 
+def _chart_values_profile(name: str, include_dir: Path) -> str:
+    """A chart values profile of ``include/manifests/chart-values/``, by name (``default`` when unset)."""
+    profile = _optional(name) or chart_values.DEFAULT_PROFILE
+    available = chart_values.profile_names(include_dir)
+    if profile not in available:
+        raise SettingsError(
+            f"{name} must name a chart values profile of {include_dir / chart_values.VALUES_DIR}/ "
+            f"({', '.join(available) or 'none there'}), got {profile!r}"
+        )
+    return profile
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResultsLocation:
     """Where published results are: what the pipeline writes and the trend view reads, from one place."""
@@ -270,6 +283,9 @@ class PipelineSettings:
     """``KAI_SCALE_SKIP_INSTALLS``: monitoring releases the cluster has its own of (not installed)."""
     kai_tuning_profile: str
     """``KAI_SCALE_KAI_TUNING_PROFILE``: how KAI is tuned, a file of ``include/manifests/kai-tuning/``."""
+    chart_values_profile: str
+    """``KAI_SCALE_CHART_VALUES_PROFILE``: the deployment's values of the charts the setup installs, a
+    file of ``include/manifests/chart-values/``."""
     retry_delay_seconds: int
     """Delay before a setup or teardown task is retried."""
     alerts: AlertSettings
@@ -314,6 +330,7 @@ class PipelineSettings:
             system_tolerations=_tolerations("KAI_SCALE_SYSTEM_TOLERATIONS"),
             include_dir=include_dir,
             kai_tuning_profile=_tuning_profile("KAI_SCALE_KAI_TUNING_PROFILE", include_dir),
+            chart_values_profile=_chart_values_profile("KAI_SCALE_CHART_VALUES_PROFILE", include_dir),
             source_mirrors=_source_mirrors(),
             skip_installs=_skip_installs("KAI_SCALE_SKIP_INSTALLS"),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),

@@ -28,6 +28,9 @@ _POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("spec", "template", "spec"),
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    # The Prometheus operator's own kinds: it makes their StatefulSets, after helm.
+    "Prometheus": ("spec",),
+    "Alertmanager": ("spec",),
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from kai_scale.cluster import chart_values as chart_values_profiles
 from kai_scale.cluster import helm
 from kai_scale.cluster.placement import Placement, placed
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
@@ -111,9 +112,18 @@ def preflight(cluster: ClusterHook) -> Inventory:
     )
 
 
-def load_installs(include_dir: Path) -> dict[str, Any]:
-    """include/manifests/installs.yaml: pinned versions of what the setup installs."""
+def load_installs(
+    include_dir: Path, *, chart_values: str = chart_values_profiles.DEFAULT_PROFILE
+) -> dict[str, Any]:
+    """include/manifests/installs.yaml: pinned versions of what the setup installs.
+
+    :param chart_values: the deployment's chart values profile, set over each chart's ``set`` values.
+    """
     document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
+    charts = document["charts"]
+    profile = chart_values_profiles.load_profile(include_dir, chart_values, releases=set(charts))
+    for release, values in profile.items():
+        charts[release]["set"] = {**(charts[release].get("set") or {}), **values}
     return document
 
 

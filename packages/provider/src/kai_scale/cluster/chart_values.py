@@ -1,0 +1,70 @@
+"""Chart values profiles (``include/manifests/chart-values/<profile>.yaml``): loaded and checked. Pure.
+
+A deployment's own values for the charts the setup installs, by release, in helm's ``--set`` form
+(``grafana.enabled: false``). They are set over the values of include/manifests/installs.yaml, which
+are the setup's and the same everywhere. A deployment picks one by name
+(``KAI_SCALE_CHART_VALUES_PROFILE``); ``default`` changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+VALUES_DIR = Path("manifests") / "chart-values"
+DEFAULT_PROFILE = "default"
+
+
+class ChartValuesError(ValueError):
+    """A values profile the pipeline cannot use; the message names the file and the value."""
+
+
+def profile_names(include_dir: Path) -> list[str]:
+    """The profiles in ``include/manifests/chart-values/``, by name (empty when there is none)."""
+    return sorted(path.stem for path in (include_dir / VALUES_DIR).glob("*.yaml"))
+
+
+def load_profile(include_dir: Path, name: str, *, releases: set[str]) -> dict[str, dict[str, str]]:
+    """The profile ``name``: ``--set`` values by release, as strings (helm parses them).
+
+    :param releases: the releases installs.yaml declares; a profile naming another is refused.
+    """
+    path = include_dir / VALUES_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ChartValuesError(
+            f"no chart values profile {name!r} in {include_dir / VALUES_DIR}/ "
+            f"(available: {', '.join(profile_names(include_dir)) or 'none'})"
+        )
+    try:
+        document: Any = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ChartValuesError(f"{path} is not YAML: {error}") from None
+    document = document or {}
+    if not isinstance(document, dict):
+        raise ChartValuesError(
+            f"{path} must map release names to their values, got {type(document).__name__}"
+        )
+    profile: dict[str, dict[str, str]] = {}
+    for release, values in document.items():
+        if release not in releases:
+            raise ChartValuesError(
+                f"{path}: {release!r} is no release of installs.yaml ({', '.join(sorted(releases))})"
+            )
+        if not isinstance(values, dict) or not values:
+            raise ChartValuesError(f"{path}: {release} must map --set keys to values")
+        for key, value in values.items():
+            if isinstance(value, (dict, list)) or value is None:
+                raise ChartValuesError(
+                    f"{path}: {release}.{key} must be a single value (helm's --set form), got {value!r}"
+                )
+        profile[release] = {str(key): _as_set_value(value) for key, value in values.items()}
+    return profile
+
+
+def _as_set_value(value: object) -> str:
+    """How ``--set`` spells a YAML scalar: booleans in lower case."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
