@@ -122,7 +122,8 @@ class LocalEnvironment:
     def component_states(self) -> dict[str, bool]:
         """Each component and whether it is running."""
         states = {"kube-apiserver": self.api_ready()}
-        states["prometheus"] = processes.port_in_use(self.config.ports.prometheus)
+        if not self.config.real_node:
+            states["prometheus"] = processes.port_in_use(self.config.ports.prometheus)
         for name in OWN_COMPONENTS:
             states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
         if self.config.real_node:
@@ -277,21 +278,22 @@ class LocalEnvironment:
             f"--kube-scheduler-binary={binary / 'kube-scheduler'}",
             f"--kwok-controller-binary={binary / 'kwok'}",
             f"--etcd-binary={binary / 'etcd'}",
-            f"--prometheus-binary={binary / 'prometheus'}",
             f"--kube-apiserver-port={config.ports.kube_apiserver}",
-            f"--prometheus-port={config.ports.prometheus}",
             # Scale tests measure the scheduler, not client-side rate limiters (default QPS 50).
             "--disable-qps-limits",
             f"--kubeconfig={config.kubeconfig}",
             "--wait=90s",
         ]
         if config.real_node:
-            # As on a real cluster, KWOK is missing until the pipeline's setup installs its release,
-            # whose controller then runs as a pod on the node.
+            # As on a real cluster, KWOK and the monitoring stack are missing until the pipeline's
+            # setup installs them, as pods on the node. (kwokctl's Prometheus would scrape its kwok.)
             argv.append("--disable=kwok-controller")
         else:
-            # No node for KWOK's pod: kwokctl runs its controller, and `up` applies the stages.
+            # No node for their pods: kwokctl runs KWOK's controller and a Prometheus that scrapes the
+            # control plane, and `up` applies the stages.
             argv += [
+                f"--prometheus-binary={binary / 'prometheus'}",
+                f"--prometheus-port={config.ports.prometheus}",
                 f"--controller-port={config.ports.kwok_controller}",
                 "--enable-crds=Stage",
                 # As kwok's release configures it: only the NodePool's nodes are simulated.

@@ -33,7 +33,7 @@ class Ports:
     kwok_controller: int
     """kwok's kubelet API and /metrics, when kwokctl runs it (without the real node)."""
     prometheus: int
-    """Prometheus web API."""
+    """kwokctl's Prometheus web API (without the real node)."""
     s3: int
     """The S3 endpoint (moto server, HTTP)."""
     kubelet: int = 10250
@@ -163,7 +163,7 @@ class Settings:
 
     @property
     def prometheus_url(self) -> str:
-        """Prometheus' URL."""
+        """The URL of kwokctl's Prometheus (without the real node)."""
         return f"http://127.0.0.1:{self.ports.prometheus}"
 
     @property
@@ -187,11 +187,12 @@ class Settings:
     def own_ports(self) -> dict[str, int]:
         """The ports this environment listens on, by component.
 
-        With the node: the registry; without it: kwokctl's kwok-controller (with the node, KWOK's
-        controller is the pod the pipeline's setup installs).
+        With the node: the registry. Without it: kwokctl's kwok-controller and Prometheus (with the
+        node, the pipeline's setup installs them as pods).
         """
         ports = self.ports.by_component()
-        del ports["kwok-controller" if self.real_node else "registry"]
+        for name in ("kwok-controller", "prometheus") if self.real_node else ("registry",):
+            del ports[name]
         return ports
 
     @property

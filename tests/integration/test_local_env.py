@@ -1,4 +1,4 @@
-"""The local environment itself, against its real components (kube-apiserver, kwok, Prometheus, moto).
+"""The local environment itself, against its real components (kube-apiserver, KWOK, moto).
 
 The real node and the pods it runs: test_real_node.py.
 """
@@ -6,11 +6,8 @@ The real node and the pods it runs: test_real_node.py.
 from __future__ import annotations
 
 import json
-import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -141,19 +138,6 @@ def test_workload_pod_is_simulated_running(
     # Nothing completes it: KAI's setup removes the pod-complete stage, and so does localenv.
     stages = json.loads(local_env.kubectl("get", "stages", "-o", "json"))["items"]
     assert "pod-complete" not in {stage["metadata"]["name"] for stage in stages}
-
-
-def test_prometheus_scrapes_the_api_server(local_env: LocalEnvironment) -> None:
-    url = f"{local_env.config.prometheus_url}/api/v1/query?" + urllib.parse.urlencode(
-        {"query": "sum by (job) (apiserver_request_total)"}
-    )
-
-    def series() -> list[dict[str, Any]]:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return list(json.load(response)["data"]["result"])
-
-    result = wait_for(series, timeout=90, what="an apiserver_request_total series in Prometheus", interval=2)
-    assert float(result[0]["value"][1]) > 0
 
 
 def test_s3_endpoint_rejects_a_stale_if_match(local_env: LocalEnvironment) -> None:

@@ -26,9 +26,9 @@ def test_port_in_use_names_the_component_and_starts_nothing(
     local_env: LocalEnvironment, tmp_path: Path
 ) -> None:
     second = _second_environment(local_env, tmp_path / "second")
-    clashing = dataclasses.replace(second.config.ports, prometheus=local_env.config.ports.prometheus)
+    clashing = dataclasses.replace(second.config.ports, kube_apiserver=local_env.config.ports.kube_apiserver)
     second = LocalEnvironment(dataclasses.replace(second.config, ports=clashing))
-    with pytest.raises(ComponentError, match=rf"prometheus port {clashing.prometheus}"):
+    with pytest.raises(ComponentError, match=rf"kube-apiserver port {clashing.kube_apiserver}"):
         second.up(node_count=0)
     assert not (tmp_path / "second").exists()
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from localenv.environment import LocalEnvironment
@@ -66,3 +68,24 @@ def test_the_local_deployment_tunes_kai_to_its_size(monkeypatch: pytest.MonkeyPa
     exports = LocalEnvironment(Settings.from_environment()).exports()
     assert exports["KAI_SCALE_KAI_TUNING_PROFILE"] == "local"
     assert (REPO / "include" / "manifests" / "kai-tuning" / "local.yaml").is_file()
+
+
+def test_with_the_node_the_pipeline_installs_the_monitoring_stack_and_reads_its_prometheus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "1")
+    exports = LocalEnvironment(Settings.from_environment()).exports()
+    assert exports["KAI_SCALE_SKIP_INSTALLS"] == "pyroscope"
+    assert exports["KAI_SCALE_CHART_VALUES_PROFILE"] == "local"
+    # The NodePort of the local values profile, on the node's address (the pod bridge's).
+    assert exports["PROMETHEUS_URL"] == "http://10.244.0.1:30090"
+    connection = json.loads(exports["AIRFLOW_CONN_PROMETHEUS_DEFAULT"])
+    assert (connection["host"], connection["port"]) == ("10.244.0.1", 30090)
+
+
+def test_without_the_node_kwokctls_prometheus_is_the_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
+    exports = LocalEnvironment(Settings.from_environment()).exports()
+    assert exports["KAI_SCALE_SKIP_INSTALLS"] == "kube-prometheus-stack,pyroscope"
+    assert "KAI_SCALE_CHART_VALUES_PROFILE" not in exports
+    assert exports["PROMETHEUS_URL"] == "http://127.0.0.1:39090"

@@ -237,3 +237,25 @@ def test_an_unknown_skip_or_an_old_name_is_refused(
     with pytest.raises(SettingsError, match=name) as raised:
         PipelineSettings.from_environment(default_include_dir=Path("include"))
     assert message in str(raised.value)
+
+
+def test_charts_keep_their_values_unless_the_deployment_picks_a_values_profile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KAI_SCALE_CHART_VALUES_PROFILE", raising=False)
+    assert (
+        PipelineSettings.from_environment(default_include_dir=REPO / "include").chart_values_profile
+        == "default"
+    )
+    monkeypatch.setenv("KAI_SCALE_CHART_VALUES_PROFILE", "local")
+    assert (
+        PipelineSettings.from_environment(default_include_dir=REPO / "include").chart_values_profile
+        == "local"
+    )
+    monkeypatch.setenv("KAI_SCALE_CHART_VALUES_PROFILE", "small")
+    with pytest.raises(SettingsError) as raised:
+        PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    assert str(raised.value) == (
+        "KAI_SCALE_CHART_VALUES_PROFILE must name a chart values profile of "
+        f"{REPO}/include/manifests/chart-values/ (default, local), got 'small'"
+    )

@@ -1,0 +1,59 @@
+"""Chart values profiles: a deployment's --set values over installs.yaml's, checked before helm runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kai_scale.cluster.chart_values import ChartValuesError, load_profile
+from kai_scale.cluster.setup import load_installs
+from tests.conftest import REPO
+
+RELEASES = {"fake-gpu-operator", "kube-prometheus-stack", "pyroscope"}
+
+
+def test_the_default_profile_leaves_installs_yaml_as_it_is() -> None:
+    assert load_profile(REPO / "include", "default", releases=RELEASES) == {}
+    charts = load_installs(REPO / "include")["charts"]
+    assert charts["kube-prometheus-stack"]["set"]["grafana.enabled"] == "true"
+
+
+def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> None:
+    charts = load_installs(REPO / "include", chart_values="local")["charts"]
+    values = charts["kube-prometheus-stack"]["set"]
+    assert values["grafana.enabled"] == "false", "the profile wins"
+    assert values["prometheus.enabled"] == "true", "installs.yaml's other values stay"
+    assert values["prometheus.service.nodePort"] == "30090"
+    assert charts["fake-gpu-operator"]["set"] == {"topology.nodePools.default.gpuCount": "8"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("grafana: {enabled: false}\n", r"'grafana' is no release of installs.yaml"),
+        (
+            "kube-prometheus-stack: {grafana: {enabled: false}}\n",
+            r"kube-prometheus-stack.grafana must be a single value",
+        ),
+        ("kube-prometheus-stack: {}\n", r"kube-prometheus-stack must map --set keys to values"),
+        ("- kube-prometheus-stack\n", r"must map release names to their values, got list"),
+        ("kube-prometheus-stack: [\n", r"is not YAML"),
+    ],
+)
+def test_a_malformed_profile_names_its_file_and_what_is_wrong(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    profiles = tmp_path / "manifests" / "chart-values"
+    profiles.mkdir(parents=True)
+    (profiles / "broken.yaml").write_text(text)
+    with pytest.raises(ChartValuesError, match=message) as raised:
+        load_profile(tmp_path, "broken", releases=RELEASES)
+    assert str(profiles / "broken.yaml") in str(raised.value)
+
+
+def test_an_unknown_profile_lists_the_ones_there() -> None:
+    with pytest.raises(
+        ChartValuesError, match=r"no chart values profile 'big' in .*\(available: default, local\)"
+    ):
+        load_profile(REPO / "include", "big", releases=RELEASES)
