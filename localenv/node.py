@@ -113,7 +113,8 @@ class RealNode:
         # Always (again): a guard removed by hand must not leave a restarted API server unguarded.
         ports = GuardPorts(
             served=(config.api_server_port, config.kubelet_port, *config.pod_served_ports),
-            for_pods=(config.api_server_port, *config.pod_served_ports),
+            # The kubelet too: Prometheus scrapes it (its cAdvisor has the containers' CPU and memory).
+            for_pods=(config.api_server_port, config.kubelet_port, *config.pod_served_ports),
         )
         if config.network.exists():
             config.network.install_guard(ports)

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.hooks.cluster import ClusterHook
-from kai_scale.metrics.prometheus_api import PrometheusClient
+from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from kai_scale_runner.kai_detection import KAI_NAMESPACE, SCHEDULER_APP, serving
 from localenv.environment import LocalEnvironment
@@ -106,12 +106,16 @@ def prometheus(monitoring: str) -> Iterator[PrometheusClient]:
     the operator makes it.)
     """
     with PrometheusClient(monitoring) as prometheus_client:
+
+        def has_history() -> bool:
+            try:
+                at = datetime.now(UTC) - PROMETHEUS_HISTORY
+                return bool(prometheus_client.query("sum(rate(apiserver_request_total[1m]))", at=at))
+            except PrometheusError:  # not serving yet
+                return False
+
         wait_for(
-            lambda: bool(
-                prometheus_client.query(
-                    "sum(rate(apiserver_request_total[1m]))", at=datetime.now(UTC) - PROMETHEUS_HISTORY
-                )
-            ),
+            has_history,
             timeout=300,
             what=f"Prometheus to have had API server request rates for {PROMETHEUS_HISTORY.seconds} s",
             interval=2,

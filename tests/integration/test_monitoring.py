@@ -34,10 +34,21 @@ def test_the_stack_runs_on_the_system_node_from_the_built_images(
     ]
 
 
-def test_its_prometheus_scrapes_the_api_server_and_kube_state_metrics(prometheus: PrometheusClient) -> None:
+def test_its_prometheus_scrapes_the_api_server_the_kubelet_and_kube_state_metrics(
+    prometheus: PrometheusClient,
+) -> None:
+    """What the metrics profile reads: the API server's requests and the containers' CPU and memory."""
+
     def jobs() -> set[str] | None:
         up = prometheus.query("up == 1", at=datetime.now(UTC))
         found = {series.labels.get("job", "") for series in up}
-        return found if {"apiserver", "kube-state-metrics"} <= found else None
+        return found if {"apiserver", "kubelet", "kube-state-metrics"} <= found else None
 
-    wait_for(jobs, timeout=120, what="the API server and kube-state-metrics up in Prometheus", interval=5)
+    wait_for(
+        jobs, timeout=120, what="the API server, kubelet and kube-state-metrics up in Prometheus", interval=5
+    )
+    memory = prometheus.query(
+        'sum by (container) (container_memory_working_set_bytes{namespace="kube-system", container!=""})',
+        at=datetime.now(UTC),
+    )
+    assert "coredns" in {series.labels["container"] for series in memory}, "cAdvisor's, through the kubelet"
