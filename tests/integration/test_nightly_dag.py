@@ -46,6 +46,8 @@ def _states(dag_run: Any) -> dict[str, str | None]:
 
 def _node_pool_size(local_env: LocalEnvironment) -> int | None:
     """managed-nodepool's size; None when there is none (a fresh cluster, or after a night's teardown)."""
+    if not local_env.kubectl("get", "crd", "nodepools.kwok.sigs.run-ai.com", "--ignore-not-found").strip():
+        return None  # kwok-operator not installed yet
     size = local_env.kubectl(
         "get", "nodepool", "managed-nodepool", "--ignore-not-found", "-o", "jsonpath={.spec.nodeCount}"
     )
