@@ -62,7 +62,7 @@ view-assets: $(VIEW_VENDOR)/echarts.min.js ## the trend view's chart library, fr
 browser: ## headless Chromium and its driver for the browser test (Debian's, installed when missing)
 	tools/require_debian_packages.sh chromium=chromium chromedriver=chromium-driver
 
-local-up: local-deps ## start the local KWOK cluster, Prometheus and S3 endpoint
+local-up: local-deps ## start the local cluster (control plane, the real node, registry) and S3 endpoint
 	$(BIN)/python -m localenv up
 
 demo: local-up ## run the nightly DAG once on the local environment (NODE_COUNT=500) and print the results

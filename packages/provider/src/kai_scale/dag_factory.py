@@ -169,7 +169,7 @@ def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XC
 
     @task
     def install_service_monitors() -> list[str]:
-        """ServiceMonitors for KAI's scheduler and binder."""
+        """ServiceMonitors for KAI's scheduler, binder and queue controller."""
         return cluster_tasks.install_service_monitors(settings=settings)
 
     @task

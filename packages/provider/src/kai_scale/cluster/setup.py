@@ -314,7 +314,7 @@ def install_monitoring(
 
 
 def install_service_monitors(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
-    """ServiceMonitors for KAI's scheduler and binder, where the Prometheus operator runs."""
+    """ServiceMonitors for KAI's scheduler, binder and queue controller, where Prometheus' operator runs."""
     if not cluster.crd_exists(SERVICE_MONITOR_CRD):
         return ["no ServiceMonitor CRD (no Prometheus operator): nothing to apply"]
     return [f"applied {name}" for name in cluster.apply(load_manifest(include_dir, "service-monitors.yaml"))]

@@ -95,7 +95,7 @@ def install_monitoring(*, settings: PipelineSettings) -> list[str]:
 
 
 def install_service_monitors(*, settings: PipelineSettings) -> list[str]:
-    """ServiceMonitors for KAI's scheduler and binder."""
+    """ServiceMonitors for KAI's scheduler, binder and queue controller."""
     return _logged(setup.install_service_monitors(_cluster(settings), include_dir=settings.include_dir))
 
 
