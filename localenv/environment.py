@@ -1,10 +1,10 @@
 """Bring the local environment up and down, and describe it.
 
 kwokctl (binary runtime, pointed at the locally built binaries) runs etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler and Prometheus. localenv itself runs the S3 endpoint (moto
-server) and, with ``real_node``, the registry and the node ``kai-system`` on which every real pod runs
-(CoreDNS, the runner pods, and what the pipeline's setup installs: KWOK's controller, kwok-operator,
-the fake GPU operator). Without the node, kwokctl runs KWOK's controller too.
+kube-controller-manager and kube-scheduler. localenv itself runs the S3 endpoint (moto server) and,
+with ``real_node``, the registry and the node ``kai-system`` on which every real pod runs (CoreDNS, the
+runner pods, KAI, and what the pipeline's setup installs: KWOK's controller, kwok-operator, the fake GPU
+operator, the monitoring stack). Without the node, kwokctl also runs KWOK's controller and Prometheus.
 """
 
 from __future__ import annotations

@@ -404,8 +404,9 @@ kwok_operator_images() {
 # --- The monitoring chart's images, from Go modules ---
 
 # What kube-prometheus-stack 62.7.0 (include/manifests/installs.yaml) runs: prometheus-operator (its
-# appVersion, for the operator, its config reloader and its admission webhook), Prometheus and
-# kube-state-metrics, pushed under the names and tags the chart's values give them.
+# appVersion, for the operator and its config reloader), Prometheus and kube-state-metrics, pushed
+# under the names and tags the chart's values give them. (Not its admission webhook: the chart runs it
+# only when asked, as this project does not.)
 PROMETHEUS_OPERATOR_MODULE="github.com/prometheus-operator/prometheus-operator"
 # The module proxy refuses v0.76.1, the chart's tag (403, by its pseudo-version too); v0.76.2 is
 # v0.76.1 and one bug fix (its CHANGELOG: #6909), so it is built and pushed under the chart's tag.
@@ -453,8 +454,8 @@ monitoring_images() {
   binaries="$images_root/prometheus-operator-bin/$PROMETHEUS_OPERATOR_VERSION-$(go env GOVERSION)"
   go_binaries "prometheus-operator-$PROMETHEUS_OPERATOR_VERSION" "$source" "$binaries" \
     "$(version_ldflags "${PROMETHEUS_OPERATOR_VERSION#v}" "$PROMETHEUS_OPERATOR_VERSION")" \
-    ./cmd/admission-webhook ./cmd/prometheus-config-reloader ./cmd/operator
-  for target in prometheus-operator prometheus-config-reloader admission-webhook; do
+    ./cmd/prometheus-config-reloader ./cmd/operator
+  for target in prometheus-operator prometheus-config-reloader; do
     project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
       --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
   done

@@ -1,8 +1,9 @@
 """The release manifests the pipeline's setup applies, served from disk as their mirror.
 
 This machine cannot download the release assets that include/manifests/installs.yaml names, so they
-are rendered here from the same sources their releases are rendered from (kustomize of the module's
-``kustomize/`` tree, with the release's image tag) under ``<mirror>/github.com/<path of the asset>``.
+are rendered here from the same sources their releases are rendered from (kustomize of kwok's
+``kustomize/`` tree and of kwok-operator's ``config/default``, each with the release's image tag) under
+``<mirror>/github.com/<path of the asset>``.
 The local deployment's ``KAI_SCALE_SOURCE_MIRRORS`` points ``https://github.com/`` there (``file://``).
 """
 

@@ -50,7 +50,6 @@ MIRRORED_REGISTRIES = ("registry.k8s.io", "ghcr.io", "quay.io", "docker.io", "nv
 # Cgroup parent of every pod (cgroupfs driver, cgroups v1): one tree to remove on stop.
 CGROUP_ROOT = "kai-scale"
 COMPONENTS = ("containerd", "kubelet", "kube-proxy")
-DEFAULT_CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
 KUBE_PROXY_HEALTHZ_PORT = 10256
 
 
@@ -144,7 +143,6 @@ class RealNode:
             what="serving its socket",
             alive=lambda: self._running("containerd"),
         )
-        self._link_default_containerd_socket()
         self._write_kubelet_config()
         _create_cgroups(CGROUP_ROOT)
         self._start(
@@ -157,6 +155,10 @@ class RealNode:
                 f"--hostname-override={NODE_NAME}",
                 f"--node-ip={config.network.gateway}",
                 f"--node-labels={SYSTEM_NODE_LABEL}=system",
+                # cAdvisor's own flag (deprecated, the only setting that moves it): without it cAdvisor
+                # looks at containerd's default socket, sees the pods' cgroups but not which container
+                # each is, and Prometheus gets no per-container CPU and memory.
+                f"--containerd={self._path('containerd/containerd.sock')}",
             ],
         )
         processes.wait_until(
@@ -260,24 +262,6 @@ class RealNode:
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": user}}],
             "current-context": "local",
         }
-
-    def _link_default_containerd_socket(self) -> None:
-        """The containerd socket also at its default path, where the kubelet's cAdvisor looks for it.
-
-        No kubelet setting moves it; without it cAdvisor sees the pods' cgroups but not which container
-        each is, and Prometheus gets no per-container CPU and memory. (/run/containerd is among the fixed
-        paths local-down removes.)
-        """
-        default = Path(DEFAULT_CONTAINERD_SOCKET)
-        if default.is_symlink() and default.resolve() == self._path("containerd/containerd.sock").resolve():
-            return
-        if default.exists() or default.is_symlink():
-            raise processes.ComponentError(
-                f"{default} exists: another containerd runs on this machine, and the kubelet's cAdvisor "
-                "would read its containers; stop it first"
-            )
-        default.parent.mkdir(parents=True, exist_ok=True)
-        default.symlink_to(self._path("containerd/containerd.sock"))
 
     def _write_containerd_config(self) -> None:
         certs_dir = self._path("containerd/certs.d")

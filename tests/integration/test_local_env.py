@@ -135,7 +135,7 @@ def test_workload_pod_is_simulated_running(
     )
     assert running.spec.node_name.startswith(node_pool)
     assert {c.type: c.status for c in running.status.conditions}["Ready"] == "True"
-    # Nothing completes it: KAI's setup removes the pod-complete stage, and so does localenv.
+    # Nothing completes it: KAI's setup removes the pod-complete stage, and so does the pipeline's.
     stages = json.loads(local_env.kubectl("get", "stages", "-o", "json"))["items"]
     assert "pod-complete" not in {stage["metadata"]["name"] for stage in stages}
 

@@ -54,7 +54,8 @@ def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_syst
     pods = json.loads(
         local_env.kubectl("-n", "kube-system", "get", "pods", "-l", "app=kwok-controller", "-o", "json")
     )
-    [pod] = pods["items"]
+    # Not the old controller's pod, which may still be terminating.
+    [pod] = [pod for pod in pods["items"] if "deletionTimestamp" not in pod["metadata"]]
     assert pod["spec"]["nodeName"] == NODE_NAME
     assert pod["spec"]["containers"][0]["image"] == "registry.k8s.io/kwok/kwok:v0.8.0"
     assert cluster_tasks.install_kwok(settings=settings)[0] == "KWOK already installed", "the next night"

@@ -20,7 +20,7 @@ def test_the_default_profile_leaves_installs_yaml_as_it_is() -> None:
 
 
 def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> None:
-    charts = load_installs(REPO / "include", chart_values="local")["charts"]
+    charts = load_installs(REPO / "include", chart_values_profile="local")["charts"]
     values = charts["kube-prometheus-stack"]["set"]
     assert values["grafana.enabled"] == "false", "the profile wins"
     assert values["prometheus.enabled"] == "true", "installs.yaml's other values stay"
@@ -38,6 +38,9 @@ def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> No
         ),
         ("kube-prometheus-stack: {}\n", r"kube-prometheus-stack must map --set keys to values"),
         ("- kube-prometheus-stack\n", r"must map release names to their values, got list"),
+        ("false\n", r"must map release names to their values, got bool"),
+        ("kube-prometheus-stack: {prometheus.args: 'a,b'}\n", r"has one of , \[ \]"),
+        ("kube-prometheus-stack: {'prometheus.hosts[0]': a}\n", r"has one of , \[ \]"),
         ("kube-prometheus-stack: [\n", r"is not YAML"),
     ],
 )

@@ -65,7 +65,7 @@ def build_nightly_dag(
     profile = _checked_profile(settings, scenarios)
     # At parse time, so a broken profile is an import error of the DAG file, not a failed setup task.
     load_tuning_profile(settings.include_dir, settings.kai_tuning_profile)
-    load_installs(settings.include_dir, chart_values=settings.chart_values_profile)
+    load_installs(settings.include_dir, chart_values_profile=settings.chart_values_profile)
     schema = param_schema(scenario_names=names, enabled=[s.name for s in scenarios if s.enabled])
     alerts = alert_wiring(settings)
 

@@ -15,6 +15,7 @@ import yaml
 
 VALUES_DIR = Path("manifests") / "chart-values"
 DEFAULT_PROFILE = "default"
+_SET_SYNTAX = (",", "[", "]", "\\", "{", "}")
 
 
 class ChartValuesError(ValueError):
@@ -41,7 +42,8 @@ def load_profile(include_dir: Path, name: str, *, releases: set[str]) -> dict[st
         document: Any = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
         raise ChartValuesError(f"{path} is not YAML: {error}") from None
-    document = document or {}
+    if document is None:  # a file of comments only
+        document = {}
     if not isinstance(document, dict):
         raise ChartValuesError(
             f"{path} must map release names to their values, got {type(document).__name__}"
@@ -58,6 +60,13 @@ def load_profile(include_dir: Path, name: str, *, releases: set[str]) -> dict[st
             if isinstance(value, (dict, list)) or value is None:
                 raise ChartValuesError(
                     f"{path}: {release}.{key} must be a single value (helm's --set form), got {value!r}"
+                )
+            # --set splits at commas and reads brackets as list indexes: such a value or key would
+            # reach the chart as something else.
+            if any(character in f"{key}{value}" for character in _SET_SYNTAX):
+                raise ChartValuesError(
+                    f"{path}: {release}.{key}: {value!r} has one of {' '.join(_SET_SYNTAX)}, which helm's "
+                    "--set would not pass on as written"
                 )
         profile[release] = {str(key): _as_set_value(value) for key, value in values.items()}
     return profile

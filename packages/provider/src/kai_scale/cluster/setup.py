@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from kai_scale.cluster import chart_values as chart_values_profiles
-from kai_scale.cluster import helm
+from kai_scale.cluster import chart_values, helm
 from kai_scale.cluster.placement import Placement, placed
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
@@ -32,6 +31,8 @@ POOL_NODE_LABEL = "kwok.x-k8s.io/controller"  # kwok-operator labels a pool's no
 ORIGINAL_COUNT_ANNOTATION = "kai-scale.dev/original-node-count"
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_DELETION_TIMEOUT_SECONDS = 300
+# How long a CRD the setup applied may take to be served.
+CRD_TIMEOUT_SECONDS = 60
 MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
 SKIP_INSTALLS_VARIABLE = "KAI_SCALE_SKIP_INSTALLS"
 # What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
@@ -113,15 +114,16 @@ def preflight(cluster: ClusterHook) -> Inventory:
 
 
 def load_installs(
-    include_dir: Path, *, chart_values: str = chart_values_profiles.DEFAULT_PROFILE
+    include_dir: Path, *, chart_values_profile: str = chart_values.DEFAULT_PROFILE
 ) -> dict[str, Any]:
     """include/manifests/installs.yaml: pinned versions of what the setup installs.
 
-    :param chart_values: the deployment's chart values profile, set over each chart's ``set`` values.
+    :param chart_values_profile: the deployment's chart values profile (include/manifests/chart-values/),
+        set over each chart's ``set`` values.
     """
     document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
     charts = document["charts"]
-    profile = chart_values_profiles.load_profile(include_dir, chart_values, releases=set(charts))
+    profile = chart_values.load_profile(include_dir, chart_values_profile, releases=set(charts))
     for release, values in profile.items():
         charts[release]["set"] = {**(charts[release].get("set") or {}), **values}
     return document
@@ -193,6 +195,11 @@ def install_kwok(
         lines.append("KWOK already installed")
     else:
         applied = _apply_release(cluster, kwok["manifests"], sources=sources, placement=placement)
+        # Its stages, applied next, need their CRD served.
+        if not cluster.wait_for_crd(STAGE_CRD, timeout_seconds=CRD_TIMEOUT_SECONDS):
+            raise SetupError(
+                f"KWOK's CRD {STAGE_CRD} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
+            )
         lines.append(f"installed KWOK {kwok['version']}: {len(applied)} objects")
     stages = _apply_release(
         cluster, kwok["stages"], sources=sources, placement=placement, leave_out=set(kwok["delete_stages"])
@@ -223,8 +230,10 @@ def size_node_pool(
     if not cluster.crd_exists(NODEPOOL_CRD):
         operator = installs["kwok_operator"]
         _apply_release(cluster, operator["manifests"], sources=sources, placement=placement)
-        if not cluster.wait_for_crd(NODEPOOL_CRD, timeout_seconds=60):
-            raise SetupError(f"kwok-operator's CRD {NODEPOOL_CRD} was applied, not established in 60 s")
+        if not cluster.wait_for_crd(NODEPOOL_CRD, timeout_seconds=CRD_TIMEOUT_SECONDS):
+            raise SetupError(
+                f"kwok-operator's CRD {NODEPOOL_CRD} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
+            )
         lines.append(f"installed kwok-operator {operator['version']}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})
@@ -422,6 +431,34 @@ def teardown(cluster: ClusterHook, *, run_id: str, existing: dict[str, list[str]
     return lines
 
 
+def _delete_node_pool(cluster: ClusterHook, *, node_count: int) -> None:
+    """Delete managed-nodepool and wait until neither it nor a node of it is left.
+
+    The next run must meet neither: kwok-operator counts every node with the pool's label as its own.
+    kwok-operator 1.0.1 does not delete a pool well: the deletion bumps the pool's generation, so it
+    deletes the pool's nodes, makes them again and leaves them to the garbage collector (3 writes a
+    node); and a pool of 0 nodes it never deletes, failing a status update forever. So the pool is
+    emptied first, then deleted without its finalizer, which then guards nothing.
+    """
+    pool_nodes = f"{POOL_NODE_LABEL}={NODEPOOL_NAME}"
+    if node_count:
+        cluster.merge_patch(
+            api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME, patch={"spec": {"nodeCount": 0}}
+        )
+    # As long as wait_for_nodes gives them to appear: the operator deletes one node per API call.
+    timeout = POOL_DELETION_TIMEOUT_SECONDS + 0.1 * node_count
+    deadline = time.monotonic() + timeout
+    while cluster.names(api_version="v1", kind="Node", selector=pool_nodes):
+        if time.monotonic() > deadline:
+            raise SetupError(
+                f"NodePool {NODEPOOL_NAME}, scaled to 0 to be deleted, still has nodes ({pool_nodes}) "
+                f"after {timeout:.0f} s: check kwok-operator's log"
+            )
+        time.sleep(2)
+    cluster.delete(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+    cluster.drop_finalizers(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
+
+
 def _restore_node_pool(cluster: ClusterHook) -> list[str]:
     pool = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     if pool is None:
@@ -430,25 +467,7 @@ def _restore_node_pool(cluster: ClusterHook) -> list[str]:
     if original is None:
         return [f"NodePool {NODEPOOL_NAME}: no original size recorded, left at {pool['spec']['nodeCount']}"]
     if original == "absent":
-        cluster.delete(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
-        if pool["spec"]["nodeCount"] == 0:
-            # kwok-operator 1.0.1 never deletes a pool of 0 nodes: the deletion bumps its generation,
-            # and the operator's answer, a status update without resourceVersion, fails forever. With
-            # no nodes to remove, its finalizer guards nothing.
-            cluster.drop_finalizers(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
-        # The garbage collector removes the pool's nodes once it is gone. The next run must meet
-        # neither: kwok-operator counts every node with the pool's label as its own.
-        pool_nodes = f"{POOL_NODE_LABEL}={NODEPOOL_NAME}"
-        deadline = time.monotonic() + POOL_DELETION_TIMEOUT_SECONDS
-        while cluster.get(
-            api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME
-        ) is not None or cluster.names(api_version="v1", kind="Node", selector=pool_nodes):
-            if time.monotonic() > deadline:
-                raise SetupError(
-                    f"NodePool {NODEPOOL_NAME} or its nodes ({pool_nodes}) still exist "
-                    f"{POOL_DELETION_TIMEOUT_SECONDS} s after its deletion: check kwok-operator's log"
-                )
-            time.sleep(2)
+        _delete_node_pool(cluster, node_count=int(pool["spec"]["nodeCount"]))
         return [f"NodePool {NODEPOOL_NAME} deleted (the run created it)"]
     cluster.merge_patch(
         api_version=NODEPOOL[0],

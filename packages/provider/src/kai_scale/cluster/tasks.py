@@ -39,7 +39,7 @@ def check_cluster(
 
 def install_kwok(*, settings: PipelineSettings) -> list[str]:
     """KWOK and its stages (pod-complete removed)."""
-    installs = setup.load_installs(settings.include_dir, chart_values=settings.chart_values_profile)
+    installs = setup.load_installs(settings.include_dir, chart_values_profile=settings.chart_values_profile)
     return _logged(
         setup.install_kwok(
             _cluster(settings),
@@ -60,7 +60,9 @@ def size_node_pool(*, settings: PipelineSettings, params: Any) -> list[str]:
     return _logged(
         setup.size_node_pool(
             _cluster(settings),
-            installs=setup.load_installs(settings.include_dir, chart_values=settings.chart_values_profile),
+            installs=setup.load_installs(
+                settings.include_dir, chart_values_profile=settings.chart_values_profile
+            ),
             sources=settings.source_mirrors,
             placement=settings.system_placement,
             include_dir=settings.include_dir,
@@ -74,7 +76,9 @@ def install_fake_gpu_operator(*, settings: PipelineSettings) -> list[str]:
     return _logged(
         setup.install_fake_gpu_operator(
             _cluster(settings),
-            installs=setup.load_installs(settings.include_dir, chart_values=settings.chart_values_profile),
+            installs=setup.load_installs(
+                settings.include_dir, chart_values_profile=settings.chart_values_profile
+            ),
             sources=settings.source_mirrors,
             placement=settings.system_placement,
         )
@@ -86,7 +90,9 @@ def install_monitoring(*, settings: PipelineSettings) -> list[str]:
     return _logged(
         setup.install_monitoring(
             _cluster(settings),
-            installs=setup.load_installs(settings.include_dir, chart_values=settings.chart_values_profile),
+            installs=setup.load_installs(
+                settings.include_dir, chart_values_profile=settings.chart_values_profile
+            ),
             sources=settings.source_mirrors,
             placement=settings.system_placement,
             skip=settings.skip_installs,
