@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -60,3 +61,42 @@ def test_the_runner_may_do_what_the_workload_and_the_suite_do_and_no_more(
     scope = ["-n", namespace] if namespace else []
     answer = local_env.kubectl("auth", "can-i", verb, resource, *scope, f"--as={RUNNER}", check=False)
     assert answer.strip() == ("yes" if allowed else "no")
+
+
+STALE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "leftovers.stale.kai-scale.dev"},
+    "spec": {
+        "group": "stale.kai-scale.dev",
+        "scope": "Cluster",
+        "names": {"plural": "leftovers", "singular": "leftover", "kind": "Leftover"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object"}},
+            }
+        ],
+    },
+}
+
+
+def test_a_kind_gone_since_an_earlier_task_discovered_it_is_not_served(local_env: LocalEnvironment) -> None:
+    """Discovery is cached on the worker's disk per API server: a later task must not trust it.
+
+    As on a cluster rebuilt at the same address, or whose CRD was removed between two nights.
+    """
+    local_env.kubectl("apply", "-f", "-", input_text=json.dumps(STALE_CRD))
+    local_env.kubectl("wait", "--for=condition=Established", "crd/leftovers.stale.kai-scale.dev")
+    assert (
+        ClusterHook(conn_id="kubernetes_default").names(api_version="stale.kai-scale.dev/v1", kind="Leftover")
+        == []
+    )
+    local_env.kubectl("delete", "crd", "leftovers.stale.kai-scale.dev", "--wait")
+
+    later_task = ClusterHook(conn_id="kubernetes_default")
+
+    assert later_task.names(api_version="stale.kai-scale.dev/v1", kind="Leftover") == []
+    assert not later_task.crd_exists("leftovers.stale.kai-scale.dev")

@@ -58,7 +58,11 @@ class ClusterHook(KubernetesHook):
     @cached_property
     def dynamic(self) -> DynamicClient:
         """A client for any kind, discovered from the API server."""
-        return DynamicClient(self.api_client)
+        client = DynamicClient(self.api_client)
+        # Its discovery is cached in a file shared by every process on the worker, per API server URL:
+        # kinds of an older cluster at the same URL would be taken as served (and 404 when listed).
+        client.resources.invalidate_cache()
+        return client
 
     @contextmanager
     def cli_kubeconfig(self) -> Iterator[str | None]:
@@ -233,7 +237,7 @@ class ClusterHook(KubernetesHook):
         try:
             items = self._resource(api_version, kind).get(label_selector=selector).items
             return sorted(item.metadata.name for item in items)
-        except ResourceNotFoundError:
+        except (ResourceNotFoundError, NotFoundError):  # not served, or no longer
             return []
 
     def wait_for_ready_nodes(
