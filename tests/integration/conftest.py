@@ -181,9 +181,15 @@ def prepared_cluster(airflow_on_local_env: dict[str, str]) -> None:
     cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
     cluster_tasks.install_fake_gpu_operator(settings=settings)
     # Ended as a night ends: its teardown removes the pool it created; the operators stay.
-    cluster_setup.teardown(
-        ClusterHook(conn_id="kubernetes_default"), run_id="prepared-cluster", existing=None
-    )
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+        cluster_setup.teardown(cluster, run_id="prepared-cluster", existing=None)
+
+
+@pytest.fixture
+def cluster(airflow_on_local_env: dict[str, str]) -> Iterator[ClusterHook]:
+    """The pipeline's hook on the local cluster (connection ``kubernetes_default``), closed afterwards."""
+    with ClusterHook(conn_id="kubernetes_default") as hook:
+        yield hook
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
-"""ClusterHook against the local API server: waiting for nodes watches rather than polls."""
+"""ClusterHook against the local API server: it watches rather than polls, and closes what it opens."""
 
 from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 
 from kai_scale.cluster import setup as cluster_setup
@@ -26,9 +28,10 @@ def _node_lists(local_env: LocalEnvironment) -> int:
 
 def test_waiting_for_nodes_lists_once_then_watches(local_env: LocalEnvironment) -> None:
     before = _node_lists(local_env)
-    total, ready = ClusterHook(conn_id="kubernetes_default").wait_for_ready_nodes(
-        selector="kai-scale.dev/test=no-such-pool", resource="nvidia.com/gpu", count=1, timeout_seconds=12
-    )
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+        total, ready = cluster.wait_for_ready_nodes(
+            selector="kai-scale.dev/test=no-such-pool", resource="nvidia.com/gpu", count=1, timeout_seconds=12
+        )
     lists = _node_lists(local_env) - before
     assert (total, ready) == (0, 0)
     # A poll every 2 s would have listed about six times; other clients may add one.
@@ -55,9 +58,8 @@ RUNNER = "system:serviceaccount:kai-scale:kai-scale-runner"
 def test_the_runner_may_do_what_the_workload_and_the_suite_do_and_no_more(
     local_env: LocalEnvironment, verb: str, resource: str, namespace: str | None, allowed: bool
 ) -> None:
-    cluster_setup.prepare_runner_access(
-        ClusterHook(conn_id="kubernetes_default"), include_dir=REPO / "include"
-    )
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include")
     scope = ["-n", namespace] if namespace else []
     answer = local_env.kubectl("auth", "can-i", verb, resource, *scope, f"--as={RUNNER}", check=False)
     assert answer.strip() == ("yes" if allowed else "no")
@@ -90,13 +92,39 @@ def test_a_kind_gone_since_an_earlier_task_discovered_it_is_not_served(local_env
     """
     local_env.kubectl("apply", "-f", "-", input_text=json.dumps(STALE_CRD))
     local_env.kubectl("wait", "--for=condition=Established", "crd/leftovers.stale.kai-scale.dev")
-    assert (
-        ClusterHook(conn_id="kubernetes_default").names(api_version="stale.kai-scale.dev/v1", kind="Leftover")
-        == []
-    )
+    with ClusterHook(conn_id="kubernetes_default") as earlier_task:
+        assert earlier_task.names(api_version="stale.kai-scale.dev/v1", kind="Leftover") == []
     local_env.kubectl("delete", "crd", "leftovers.stale.kai-scale.dev", "--wait")
 
-    later_task = ClusterHook(conn_id="kubernetes_default")
+    with ClusterHook(conn_id="kubernetes_default") as later_task:
+        assert later_task.names(api_version="stale.kai-scale.dev/v1", kind="Leftover") == []
+        assert not later_task.crd_exists("leftovers.stale.kai-scale.dev")
 
-    assert later_task.names(api_version="stale.kai-scale.dev/v1", kind="Leftover") == []
-    assert not later_task.crd_exists("leftovers.stale.kai-scale.dev")
+
+def _connections_to(port: int) -> int:
+    """Established TCP connections of the test's process to ``port``."""
+    return sum(
+        1
+        for connection in psutil.Process().net_connections(kind="tcp")
+        if connection.raddr and connection.raddr.port == port and connection.status == psutil.CONN_ESTABLISHED
+    )
+
+
+@pytest.mark.usefixtures("local_env")
+def test_a_closed_hook_leaves_no_connection_to_the_api_server() -> None:
+    """Each task closes its hook, whose client is in a reference cycle.
+
+    Unclosed, its sockets stay open until the garbage collector runs, in whatever code runs then.
+    """
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+        port = urlsplit(cluster.api_client.configuration.host).port
+        assert port is not None
+        before = _connections_to(port)
+        cluster.node_count()
+        cluster.names(api_version="v1", kind="Namespace")
+        cluster.wait_for_ready_nodes(
+            selector="kai-scale.dev/test=no-such-pool", resource="nvidia.com/gpu", count=1, timeout_seconds=2
+        )
+        assert _connections_to(port) > before
+
+    assert _connections_to(port) == before

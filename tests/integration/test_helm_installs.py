@@ -112,7 +112,7 @@ def release_namespace(core: client.CoreV1Api) -> Iterator[str]:
 
 
 def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
-    local_env: LocalEnvironment, core: client.CoreV1Api
+    local_env: LocalEnvironment, core: client.CoreV1Api, cluster: ClusterHook
 ) -> None:
     """The shipped installs.yaml's chart, from the local registry as the deployment's mirror.
 
@@ -120,7 +120,6 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     worker's PATH, the mirror and the system nodes' placement are the local deployment's settings.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    cluster = ClusterHook(conn_id="kubernetes_default")
     installs = cluster_setup.load_installs(settings.include_dir)
     namespace = installs["charts"]["fake-gpu-operator"]["namespace"]
     # A cluster without it and without KWOK nodes, as on a first night (an earlier test or run may
@@ -181,10 +180,9 @@ def _monitoring_charts(root: Path, namespace: str) -> dict[str, dict[str, str]]:
 
 @pytest.mark.usefixtures("helm_worker")
 def test_monitoring_charts_are_installed_once_then_left_as_they_are(
-    tmp_path: Path, release_namespace: str
+    tmp_path: Path, release_namespace: str, cluster: ClusterHook
 ) -> None:
     charts = _monitoring_charts(tmp_path, release_namespace)
-    cluster = ClusterHook(conn_id="kubernetes_default")
 
     first = cluster_setup.install_monitoring(
         cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
@@ -220,7 +218,7 @@ def test_an_inline_kubeconfig_is_a_private_file_for_the_command_only(
 
 @pytest.mark.usefixtures("helm_worker")
 def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
-    tmp_path: Path, release_namespace: str, api_client: client.ApiClient
+    tmp_path: Path, release_namespace: str, api_client: client.ApiClient, cluster: ClusterHook
 ) -> None:
     chart = _write_chart(
         tmp_path,
@@ -235,7 +233,6 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
         "namespace": release_namespace,
         "delete_deployments": [],
     }
-    cluster = ClusterHook(conn_id="kubernetes_default")
     for gpus in ("8", "4"):
         installs = {
             "charts": {"fake-gpu-operator": {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}}
@@ -268,12 +265,10 @@ def test_helm_uses_the_connections_cluster_context(
     monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    lines = cluster_setup.install_monitoring(
-        ClusterHook(conn_id="kube_context"),
-        installs={"charts": charts},
-        sources=Sources(),
-        placement=Placement(),
-    )
+    with ClusterHook(conn_id="kube_context") as cluster:
+        lines = cluster_setup.install_monitoring(
+            cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+        )
 
     assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
     assert set(_releases(release_namespace)) == {"kube-prometheus-stack", "pyroscope"}

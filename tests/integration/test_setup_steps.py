@@ -64,10 +64,10 @@ def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_syst
 @pytest.mark.usefixtures("prepared_cluster")
 def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     local_env: LocalEnvironment,
+    cluster: ClusterHook,
 ) -> None:
     """The second night's nodes need the first night's stages: teardown removes only what the run made."""
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    cluster = ClusterHook(conn_id="kubernetes_default")
     # What an older teardown left behind: no stages at all.
     local_env.kubectl("delete", "stages", "--all")
     inventory = cluster_setup.preflight(cluster)
@@ -90,14 +90,13 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
 @pytest.mark.usefixtures("prepared_cluster")
 @pytest.mark.parametrize("node_count", [0, 2])
 def test_teardown_deletes_the_pool_its_run_created_with_its_nodes(
-    local_env: LocalEnvironment, node_count: int
+    local_env: LocalEnvironment, node_count: int, cluster: ClusterHook
 ) -> None:
     """The real kwok-operator lets the pool go, also the empty one its 1.0.1 never deletes by itself.
 
     The next night's setup then creates the pool afresh and meets no node of the old one.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    cluster = ClusterHook(conn_id="kubernetes_default")
     pool_nodes = ("get", "nodes", "-l", "kwok.x-k8s.io/controller=managed-nodepool", "--output=name")
     cluster_tasks.size_node_pool(settings=settings, params={"node_count": node_count})
     cluster_setup.wait_for_nodes(cluster, node_count=node_count)

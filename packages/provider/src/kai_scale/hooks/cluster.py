@@ -11,7 +11,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Self
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
 from kubernetes import client, watch
@@ -54,6 +54,28 @@ class ClusterHook(KubernetesHook):
 
     def __init__(self, *, conn_id: str) -> None:
         super().__init__(conn_id=conn_id)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections this hook opened to the API server.
+
+        Its client is in a reference cycle (the dynamic client's discovery refers back to it): without
+        this its sockets stay open until the garbage collector finds the cycle, at any later time.
+        """
+        api_client = self.__dict__.get("api_client")  # None: never connected
+        if api_client is None:
+            return
+        pools = api_client.rest_client.pool_manager.pools
+        # urllib3 2.8's PoolManager.clear() only forgets its pools; closing one closes its connections.
+        for key in pools.keys():  # noqa: SIM118 -- the container refuses iteration (not thread-safe)
+            pools[key].close()
+        pools.clear()
+        api_client.close()
 
     @cached_property
     def dynamic(self) -> DynamicClient:

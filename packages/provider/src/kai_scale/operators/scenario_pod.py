@@ -170,9 +170,9 @@ class ScenarioPodOperator(KubernetesPodOperator):
         return self.find_pod(self.namespace, context=context)
 
     def _free_gpus(self) -> None:
-        cluster = ClusterHook(conn_id=self.settings.kubernetes_conn_id)
         try:
-            lines = free_gpus(cluster, scenario=self.scenario.name)
+            with ClusterHook(conn_id=self.settings.kubernetes_conn_id) as cluster:
+                lines = free_gpus(cluster, scenario=self.scenario.name)
         except SetupError as error:
             # Not "did not run", the status of a scenario whose KAI is missing: this is the pipeline's.
             raise AirflowFailException(f"scenario {self.scenario.name} could not start: {error}") from error

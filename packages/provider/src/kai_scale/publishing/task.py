@@ -108,7 +108,8 @@ def publish_results(
         )
         metrics_text = bucket.read_text(run_metrics_key(run_id))
 
-    deployed = _deployed_state(ClusterHook(conn_id=settings.kubernetes_conn_id))
+    with ClusterHook(conn_id=settings.kubernetes_conn_id) as cluster:
+        deployed = _deployed_state(cluster)
     metadata = RunMetadata(
         kai_scheduler_ref=params["kai_ref"],
         kai_commit_hash=commit_hash(entries),
