@@ -30,7 +30,7 @@ import boto3
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
@@ -235,7 +235,9 @@ def _reload_by(browser: webdriver.Chrome, control: WebElement) -> None:
     def replaced() -> bool:
         try:
             page.is_enabled()
-        except StaleElementReferenceException:
+        # Chromium names an element of a replaced document either way: "stale element reference", or
+        # "no such element: Node with given id does not belong to the document".
+        except (StaleElementReferenceException, NoSuchElementException):
             return True
         return False
 
