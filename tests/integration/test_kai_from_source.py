@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from kubernetes.utils import parse_quantity
 
+from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.cluster.kai_setup import tune_kai
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.scenario_files import load_scenarios
+from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
 from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RESERVATION_NAMESPACE, BuiltImages
 from localenv.kai import install as install_kai
@@ -171,10 +175,9 @@ def test_the_operator_stops_and_starts_the_scheduler(
 
 @pytest.mark.usefixtures("airflow_on_local_env")
 def test_the_local_tuning_profile_is_rolled_out_by_the_real_operator(
-    kai: BuiltImages, apps: client.AppsV1Api, core: client.CoreV1Api
+    kai: BuiltImages, apps: client.AppsV1Api, core: client.CoreV1Api, cluster: ClusterHook
 ) -> None:
     """tune_kai patches kai-config and the shard; KAI's operator re-renders its services with them."""
-    cluster = ClusterHook(conn_id="kubernetes_default")
     lines = tune_kai(cluster, include_dir=REPO / "include", profile="local")
     assert lines[-1] == (
         "KAI's operator rolled tuning profile local out: "
@@ -201,3 +204,33 @@ def test_the_local_tuning_profile_is_rolled_out_by_the_real_operator(
     tune_kai(cluster, include_dir=REPO / "include", profile="local")
     again = {d.metadata.name: d.metadata.generation for d in apps.list_namespaced_deployment(NAMESPACE).items}
     assert again == generations, "tuning an already tuned KAI changes nothing"
+
+
+@pytest.mark.usefixtures("airflow_on_local_env")
+def test_the_system_node_has_room_for_the_largest_runner(
+    kai: BuiltImages, core: client.CoreV1Api, cluster: ClusterHook
+) -> None:
+    """The node has room for the runner pod of every shipped scenario, which goes on it too.
+
+    Beside KAI, the fake GPU operator and its other pods, sized by the local deployment's profiles.
+    """
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    tune_kai(cluster, include_dir=settings.include_dir, profile=settings.kai_tuning_profile)
+    cluster_tasks.install_fake_gpu_operator(settings=settings)
+
+    running = core.list_pod_for_all_namespaces(
+        field_selector=f"spec.nodeName={NODE_NAME},status.phase!=Succeeded,status.phase!=Failed"
+    ).items
+    requested = sum(
+        parse_quantity((container.resources.requests or {}).get("cpu", "0"))
+        for pod in running
+        for container in pod.spec.containers
+    )
+    largest = max(
+        parse_quantity(scenario.resources.requests.get("cpu", "0"))
+        for scenario in load_scenarios(settings.include_dir / "scenarios")
+    )
+    allocatable = parse_quantity(core.read_node(NODE_NAME).status.allocatable["cpu"])
+    assert requested + largest <= allocatable, (
+        f"{NODE_NAME}: pods request {requested} CPU, the largest runner {largest}, allocatable {allocatable}"
+    )
