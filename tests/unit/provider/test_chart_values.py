@@ -25,7 +25,9 @@ def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> No
     assert values["grafana.enabled"] == "false", "the profile wins"
     assert values["prometheus.enabled"] == "true", "installs.yaml's other values stay"
     assert values["prometheus.service.nodePort"] == "30090"
-    assert charts["fake-gpu-operator"]["set"] == {"topology.nodePools.default.gpuCount": "8"}
+    fake_gpu_operator = charts["fake-gpu-operator"]["set"]
+    assert fake_gpu_operator["topology.nodePools.default.gpuCount"] == "8", "from installs.yaml"
+    assert fake_gpu_operator["statusUpdater.resources.requests.cpu"] == "50m", "from the profile"
 
 
 @pytest.mark.parametrize(
