@@ -26,7 +26,12 @@ def _port(name: str, default: int) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class Ports:
-    """Ports of the local environment's servers (loopback, or every address behind the guard)."""
+    """Ports of the local environment's servers (loopback, or every address behind the guard).
+
+    The defaults lie below Linux's ephemeral range (32768-60999) and Kubernetes' NodePort range
+    (30000-32767): inside the former, any client connection of the machine may hold the port as its
+    own end and the server then cannot bind it.
+    """
 
     kube_apiserver: int
     """kube-apiserver (HTTPS)."""
@@ -38,19 +43,19 @@ class Ports:
     """The S3 endpoint (moto server, HTTP)."""
     kubelet: int = 10250
     """The real node's kubelet API (HTTPS), on the pod bridge's address."""
-    registry: int = 35000
+    registry: int = 25000
     """The local OCI registry (HTTP) that serves the node's images."""
 
     @classmethod
     def from_environment(cls) -> Ports:
         """Read the ports, each overridable by ``KAI_LOCALENV_<NAME>_PORT``."""
         return cls(
-            kube_apiserver=_port("KUBE_APISERVER", 36443),
-            kwok_controller=_port("KWOK_CONTROLLER", 30247),
-            prometheus=_port("PROMETHEUS", 39090),
-            s3=_port("S3", 39000),
+            kube_apiserver=_port("KUBE_APISERVER", 26443),
+            kwok_controller=_port("KWOK_CONTROLLER", 20247),
+            prometheus=_port("PROMETHEUS", 29090),
+            s3=_port("S3", 29000),
             kubelet=_port("KUBELET", 10250),
-            registry=_port("REGISTRY", 35000),
+            registry=_port("REGISTRY", 25000),
         )
 
     def by_component(self) -> dict[str, int]:

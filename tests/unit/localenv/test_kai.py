@@ -11,7 +11,7 @@ from localenv.kai import BuiltImages, chart_values
 from localenv.processes import ComponentError
 
 PUSHED = """\
-runner=127.0.0.1:35000/ghcr.io/kai-scale-pipeline/runner:main@sha256:abc
+runner=127.0.0.1:25000/ghcr.io/kai-scale-pipeline/runner:main@sha256:abc
 kai_commit=d5bc503a146317e51037d89775d77172c6d12f71
 kai_source=/cache/kai-source/d5bc503a1463
 kai_image_repository=ghcr.io/kai-scheduler/kai-scheduler

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,19 @@ from tests.conftest import REPO
 def test_ports_are_overridable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAI_LOCALENV_S3_PORT", "41000")
     assert Ports.from_environment().s3 == 41000
+
+
+def test_the_default_ports_are_outside_the_ephemeral_and_node_port_ranges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inside this machine's ephemeral range, a client connection may hold a server's port."""
+    for name in ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3", "KUBELET", "REGISTRY"):
+        monkeypatch.delenv(f"KAI_LOCALENV_{name}_PORT", raising=False)
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    node_ports = range(30000, 32768)
+    for component, port in Ports.from_environment().by_component().items():
+        assert not low <= port <= high, f"{component} {port} is in the ephemeral range {low}-{high}"
+        assert port not in node_ports, f"{component} {port} is in the NodePort range"
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "70000", "-1"])
@@ -105,4 +119,4 @@ def test_without_the_node_kwokctls_prometheus_is_the_clusters(monkeypatch: pytes
     exports = LocalEnvironment(Settings.from_environment()).exports()
     assert exports["KAI_SCALE_SKIP_INSTALLS"] == "kube-prometheus-stack,pyroscope"
     assert "KAI_SCALE_CHART_VALUES_PROFILE" not in exports
-    assert exports["PROMETHEUS_URL"] == "http://127.0.0.1:39090"
+    assert exports["PROMETHEUS_URL"] == "http://127.0.0.1:29090"

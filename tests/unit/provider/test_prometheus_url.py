@@ -12,8 +12,8 @@ from kai_scale.metrics.prometheus_api import PrometheusError, base_url
     ("fields", "url"),
     [
         (
-            {"conn_type": "http", "host": "127.0.0.1", "port": 39090, "schema": "http"},
-            "http://127.0.0.1:39090",
+            {"conn_type": "http", "host": "127.0.0.1", "port": 29090, "schema": "http"},
+            "http://127.0.0.1:29090",
         ),
         ({"conn_type": "http", "host": "prom", "port": None, "schema": "https"}, "https://prom"),
         ({"conn_type": "http", "host": "127.0.0.1", "port": 9090, "schema": ""}, "http://127.0.0.1:9090"),

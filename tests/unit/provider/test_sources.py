@@ -14,7 +14,7 @@ from kai_scale.settings import PipelineSettings, SettingsError
 from tests.conftest import REPO
 
 RULES = [
-    {"upstream": "oci://ghcr.io/", "mirror": "oci://127.0.0.1:35000/ghcr.io/", "plain_http": True},
+    {"upstream": "oci://ghcr.io/", "mirror": "oci://127.0.0.1:25000/ghcr.io/", "plain_http": True},
     {"upstream": "oci://ghcr.io/run-ai/", "mirror": "oci://mirror.internal/run-ai/"},
     {"upstream": "https://github.com/", "mirror": "file:///srv/mirror/github.com/"},
 ]
@@ -23,7 +23,7 @@ RULES = [
 def test_the_longest_matching_prefix_wins_and_the_rest_goes_upstream() -> None:
     sources = Sources.parse(json.dumps(RULES))
     assert sources.resolve("oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack") == Source(
-        "oci://127.0.0.1:35000/ghcr.io/prometheus-community/charts/kube-prometheus-stack", plain_http=True
+        "oci://127.0.0.1:25000/ghcr.io/prometheus-community/charts/kube-prometheus-stack", plain_http=True
     )
     assert sources.resolve("oci://ghcr.io/run-ai/fake-gpu-operator/fake-gpu-operator") == Source(
         "oci://mirror.internal/run-ai/fake-gpu-operator/fake-gpu-operator"
@@ -42,7 +42,7 @@ def test_no_setting_means_upstream() -> None:
 
 def test_a_plain_http_mirror_makes_helm_use_plain_http() -> None:
     chart = Chart(
-        release="r", chart="oci://127.0.0.1:35000/ghcr.io/x/c", version="1", namespace="n", plain_http=True
+        release="r", chart="oci://127.0.0.1:25000/ghcr.io/x/c", version="1", namespace="n", plain_http=True
     )
     assert "--plain-http" in upgrade_install_argv(chart=chart, target=HelmTarget(kubeconfig=None))
     secure = Chart(release="r", chart="oci://ghcr.io/x/c", version="1", namespace="n")
