@@ -134,16 +134,22 @@ def _run_summary(run_id: str) -> dict[str, Any] | None:
         return XComModel.deserialize_value(row[0]) if row else None
 
 
-def run_and_follow(*, node_count: int, log_path: Path) -> tuple[str, str | None]:
+def run_conf(*, node_count: int, scenarios: list[str]) -> dict[str, Any]:
+    """The run's params; without scenarios, the DAG's default (every enabled one)."""
+    return {"node_count": node_count, **({"scenarios": scenarios} if scenarios else {})}
+
+
+def run_and_follow(*, conf: dict[str, Any], log_path: Path) -> tuple[str, str | None]:
     """Run the DAG in a child process, printing each task as it finishes; (state, Airflow run id)."""
     started = datetime.now(UTC)
     airflow = Path(sys.executable).parent / "airflow"
-    conf = json.dumps({"node_count": node_count})
     printed: set[str] = set()
     run = None
     with log_path.open("w") as log:
         child = subprocess.Popen(
-            [str(airflow), "dags", "test", DAG_ID, "--conf", conf], stdout=log, stderr=subprocess.STDOUT
+            [str(airflow), "dags", "test", DAG_ID, "--conf", json.dumps(conf)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             while True:
@@ -206,6 +212,11 @@ def main() -> int:
     """Run the DAG once and report, or serve the UI (``--serve-view``)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--node-count", type=int, default=int(os.environ.get("NODE_COUNT", "500")))
+    parser.add_argument(
+        "--scenarios",
+        default="",
+        help="names of the scenarios to run, separated by spaces or commas (default: every enabled one)",
+    )
     parser.add_argument("--view-port", type=int, default=8080, help="where `make view` serves Airflow's UI")
     parser.add_argument(
         "--serve-view", action="store_true", help="serve Airflow's UI instead of running the DAG"
@@ -219,8 +230,9 @@ def main() -> int:
     if options.serve_view:
         return serve_view(options.view_port)
     log_path = environment.config.home / "demo.log"
-    print(f"running {DAG_ID} on {options.node_count} nodes; Airflow's full log: {log_path}", flush=True)
-    state, airflow_run_id = run_and_follow(node_count=options.node_count, log_path=log_path)
+    conf = run_conf(node_count=options.node_count, scenarios=options.scenarios.replace(",", " ").split())
+    print(f"running {DAG_ID} with {json.dumps(conf)}; Airflow's full log: {log_path}", flush=True)
+    state, airflow_run_id = run_and_follow(conf=conf, log_path=log_path)
     summary = _run_summary(airflow_run_id) if airflow_run_id else None
     print()
     print(f"run {summary['run_id'] if summary else '?'} on {options.node_count} nodes: {state}")

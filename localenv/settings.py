@@ -85,10 +85,7 @@ class Settings:
     A second environment beside the session's one, in the lifecycle tests, runs without it.
     """
     kai: bool = False
-    """Install KAI, built from source (``KAI_LOCALENV_KAI=1``; needs the real node).
-
-    Off by default until the suite's scenarios pass here as shipped (README, "KAI from source").
-    """
+    """Install KAI, built from source (``KAI_LOCALENV_KAI``; by default wherever the real node runs)."""
     pod_subnet: ipaddress.IPv4Network = DEFAULT_POD_SUBNET
     """The pod network the environment creates on this machine (``KAI_LOCALENV_POD_SUBNET``)."""
     pod_bridge: str = "kaiscale0"
@@ -110,9 +107,9 @@ class Settings:
         real_node = os.environ.get("KAI_LOCALENV_REAL_NODE", "1")
         if real_node not in {"0", "1"}:
             raise ValueError(f"KAI_LOCALENV_REAL_NODE must be 1 (the default) or 0, got {real_node!r}")
-        kai = os.environ.get("KAI_LOCALENV_KAI", "0")
+        kai = os.environ.get("KAI_LOCALENV_KAI", real_node)
         if kai not in {"0", "1"}:
-            raise ValueError(f"KAI_LOCALENV_KAI must be 0 (the default) or 1, got {kai!r}")
+            raise ValueError(f"KAI_LOCALENV_KAI must be 1 (the default with the real node) or 0, got {kai!r}")
         if kai == "1" and real_node == "0":
             raise ValueError(
                 "KAI_LOCALENV_KAI=1 needs the real node (KAI_LOCALENV_REAL_NODE=1): KAI's pods run there"

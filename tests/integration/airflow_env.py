@@ -98,7 +98,10 @@ def nightly_dag(include: Path) -> Any:
 
 
 def published_run(run_id: str) -> dict[str, Any]:
-    """A run as published under Public/ of the local bucket: its three objects and its manifest entries."""
+    """A run as published under Public/ of the local bucket.
+
+    Its three objects, its manifest entries and the manifest's whole history.
+    """
     s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
     keys = published_keys(prefix="Public/", run_id=run_id)
 
@@ -111,5 +114,6 @@ def published_run(run_id: str) -> dict[str, Any]:
         "report": read(keys.ginkgo_report),
         "metrics": read(keys.metrics),
         "entries": [run for run in manifest["runs"] if run.get("run_id") == run_id],
+        "manifest_runs": manifest["runs"],
         "results_key": keys.results,
     }

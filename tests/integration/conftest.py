@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -17,13 +15,13 @@ from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
-from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
-from kai_scale_runner.kai_detection import KAI_NAMESPACE, SCHEDULER_APP, serving
+from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
-from localenv.node import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
+from localenv.kai import BuiltImages
 from localenv.settings import Settings
 from tests.conftest import REPO
 from tests.integration.airflow_env import TEST_RUNNER_IMAGE, migrate_airflow_db, push_test_runner_image
+from tests.integration.real_kai import kai_leftovers, switch_scheduler, wait_until_scheduler_serves
 from tests.waiting import wait_for
 
 TEST_LABEL = "kai-scale.dev/test"
@@ -147,26 +145,32 @@ def airflow_on_local_env(local_env: LocalEnvironment, airflow_db: None) -> Itera
             os.environ[name] = value
 
 
+@pytest.fixture(scope="session")
+def kai(local_env: LocalEnvironment, core: client.CoreV1Api) -> BuiltImages:
+    """The real KAI, installed as the environment installs it (here, if it runs without), serving."""
+    local_env.install_kai()
+    wait_until_scheduler_serves(core)
+    return local_env.built_images()
+
+
 @pytest.fixture
-def kai_queue_crd(local_env: LocalEnvironment) -> Iterator[None]:
-    """KAI's Queue CRD alone: KAI counts as installed but not ready (no scheduler of it serves)."""
-    local_env.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(FAKE_KAI_QUEUE_CRD))
-    wait_for(
-        lambda: (
-            local_env.kubectl(
-                "get",
-                "crd",
-                "queues.scheduling.run.ai",
-                "-o",
-                "jsonpath={.status.conditions[?(@.type=='Established')].status}",
-            )
-            == "True"
-        ),
-        timeout=30,
-        what="KAI's Queue CRD to be established",
-    )
+def kai_scheduler_off(
+    kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api
+) -> Iterator[None]:
+    """KAI installed but not serving: its scheduler switched off in kai-config, as KAI's suite does."""
+    switch_scheduler(local_env, core, enabled=False)
     yield
-    local_env.kubectl("delete", "crd", "queues.scheduling.run.ai", "--wait=true")
+    switch_scheduler(local_env, core, enabled=True)
+
+
+@pytest.fixture
+def without_kai(kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api) -> Iterator[None]:
+    """A cluster without KAI: uninstalled, nothing of it left; installed again afterwards."""
+    local_env.uninstall_kai()
+    assert not kai_leftovers(local_env), "uninstall_kai leaves nothing of KAI behind"
+    yield
+    local_env.install_kai()
+    wait_until_scheduler_serves(core)
 
 
 @pytest.fixture(scope="session")
@@ -190,94 +194,3 @@ def cluster(airflow_on_local_env: dict[str, str]) -> Iterator[ClusterHook]:
     """The pipeline's hook on the local cluster (connection ``kubernetes_default``), closed afterwards."""
     with ClusterHook(conn_id="kubernetes_default") as hook:
         yield hook
-
-
-@pytest.fixture
-def fake_kai(kai_queue_crd: None, core: client.CoreV1Api) -> Iterator[None]:
-    """KAI's Queue CRD and a stand-in of its scheduler's pod, running and ready on the real node.
-
-    So the runner counts KAI as ready (kai_scale_runner.kai_detection); the stand-in suite needs no
-    more. The pod only sleeps: it carries the label the runner looks for, app=kai-scheduler-default in
-    namespace kai-scheduler. The namespace is removed afterwards if it was made here.
-    """
-    try:
-        core.create_namespace({"metadata": {"name": KAI_NAMESPACE, "labels": {TEST_LABEL: "true"}}})
-        created = True
-    except ApiException as error:
-        if error.status != 409:
-            raise
-        created = False
-    wait_for(
-        lambda: _exists(lambda: core.read_namespaced_service_account("default", KAI_NAMESPACE)),
-        timeout=30,
-        what=f"the default ServiceAccount of {KAI_NAMESPACE}",
-    )
-    name = FAKE_KAI_SCHEDULER_POD["metadata"]["name"]
-    core.create_namespaced_pod(KAI_NAMESPACE, FAKE_KAI_SCHEDULER_POD)
-    wait_for(
-        lambda: serving(core.read_namespaced_pod(name, KAI_NAMESPACE)),
-        timeout=120,
-        what="the stand-in of KAI's scheduler to run and be ready",
-        interval=0.5,
-    )
-    yield
-    core.delete_namespaced_pod(name, KAI_NAMESPACE, grace_period_seconds=0)
-    wait_for(
-        lambda: not _exists(lambda: core.read_namespaced_pod(name, KAI_NAMESPACE)),
-        timeout=60,
-        what=f"pod {name} to be deleted",
-    )
-    if created:
-        core.delete_namespace(KAI_NAMESPACE)
-        wait_for(lambda: _namespace_gone(core, KAI_NAMESPACE), timeout=120, what=f"{KAI_NAMESPACE} deleted")
-
-
-def _exists(read: Callable[[], object]) -> bool:
-    try:
-        read()
-    except ApiException as error:
-        if error.status == 404:
-            return False
-        raise
-    return True
-
-
-FAKE_KAI_SCHEDULER_POD: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {
-        "name": "kai-scheduler-default-standin",
-        "labels": {"app": SCHEDULER_APP, TEST_LABEL: "true"},
-    },
-    "spec": {
-        # Where the runner pods go: the tainted system node of the local environment.
-        "nodeSelector": {SYSTEM_NODE_LABEL: "system"},
-        "tolerations": [{**SYSTEM_NODE_TAINT, "operator": "Equal"}],
-        "terminationGracePeriodSeconds": 0,
-        "containers": [
-            {"name": "scheduler", "image": f"{DEFAULT_RUNNER_IMAGE}:main", "command": ["sleep", "infinity"]}
-        ],
-    },
-}
-
-
-FAKE_KAI_QUEUE_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "queues.scheduling.run.ai"},
-    "spec": {
-        "group": "scheduling.run.ai",
-        "scope": "Cluster",
-        "names": {"kind": "Queue", "plural": "queues", "singular": "queue", "listKind": "QueueList"},
-        "versions": [
-            {
-                "name": "v2",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                },
-            }
-        ],
-    },
-}

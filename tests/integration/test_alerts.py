@@ -503,7 +503,7 @@ def _assert_published_as_a_regression(prefix: str, run_id: str) -> None:
     assert entry["path"] == keys.results
 
 
-@pytest.mark.usefixtures("airflow_on_local_env", "fake_kai", "alert_settings")
+@pytest.mark.usefixtures("airflow_on_local_env", "kai", "alert_settings")
 def test_a_regressing_nightly_run_fails_after_publishing_and_is_alerted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mailbox: Mailbox, webhook: Webhook
 ) -> None:

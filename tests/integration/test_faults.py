@@ -24,7 +24,7 @@ from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import include_dir_with, nightly_dag, published_run, standin_scenario
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
+pytestmark = pytest.mark.usefixtures("kai", "airflow_on_local_env")
 
 API_SERVER_DOWN_SECONDS = 20
 S3_DOWN_SECONDS = 60

@@ -8,8 +8,9 @@ relies on when it switches the scheduler off and on.
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,11 +24,12 @@ from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
-from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RESERVATION_NAMESPACE, BuiltImages
+from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RELEASE, BuiltImages
 from localenv.kai import install as install_kai
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
 from tests.conftest import REPO
+from tests.integration.real_kai import switch_scheduler
 from tests.waiting import wait_for
 
 # The operator's Deployments, and the service (cmd/<name> in KAI's source) each one runs.
@@ -53,9 +55,10 @@ TUNED_DEPLOYMENTS = (
 
 
 def test_a_chart_that_does_not_install_is_an_error_naming_kai_and_its_log(
-    local_env: LocalEnvironment, tmp_path: Path
+    kai: BuiltImages, local_env: LocalEnvironment, tmp_path: Path
 ) -> None:
-    """Before KAI is installed (the first test here): a release that fails to render is never created."""
+    """A chart that fails to render: the error names KAI and its log, the installed release is kept."""
+    deployed = _release(local_env)
     chart = tmp_path / "source" / CHART_IN_SOURCE
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: kai-scheduler\nversion: 0.0.0\n")
@@ -72,33 +75,26 @@ def test_a_chart_that_does_not_install_is_an_error_naming_kai_and_its_log(
             tolerations=[],
         )
     assert "broken.yaml" in (tmp_path / "kai.log").read_text(), "helm's own error is in the log"
+    assert _release(local_env) == deployed
 
 
-@pytest.fixture(scope="module")
-def kai(local_env: LocalEnvironment) -> Iterator[BuiltImages]:
-    """KAI installed; removed again, CRDs included, when this module installed it."""
-    installed_here = not local_env.config.kai
-    try:
-        local_env.install_kai()
-        yield local_env.built_images()
-    finally:
-        if installed_here:
-            local_env.uninstall_kai()
-            # Nothing of KAI's left to intercept or confuse the other tests: CRDs, webhooks, namespaces.
-            kinds = "crd,validatingwebhookconfigurations,mutatingwebhookconfigurations,namespaces"
-            leftovers = [
-                name for name in local_env.kubectl("get", kinds, "--output=name").split() if _kais(name)
-            ]
-            assert not leftovers, f"left behind by uninstall_kai: {leftovers}"
-
-
-def _kais(name: str) -> bool:
-    kind, _, object_name = name.partition("/")
-    if kind.startswith("customresourcedefinition"):
-        return object_name.endswith((".kai.scheduler", ".scheduling.run.ai"))
-    if kind.startswith("namespace"):
-        return object_name in {NAMESPACE, RESERVATION_NAMESPACE}
-    return "kai" in object_name
+def _release(local_env: LocalEnvironment) -> tuple[int, str]:
+    """KAI's release: its revision and status."""
+    status = subprocess.run(
+        [
+            str(local_env.config.helm_dir / "helm"),
+            "status",
+            RELEASE,
+            f"--namespace={NAMESPACE}",
+            f"--kubeconfig={local_env.config.kubeconfig}",
+            "--output=json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    release = json.loads(status.stdout)
+    return release["version"], release["info"]["status"]
 
 
 @pytest.fixture(scope="module")
@@ -151,27 +147,8 @@ def test_the_operator_stops_and_starts_the_scheduler(
     kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api
 ) -> None:
     """What KAI's suite does between its specs: kai-config's scheduler switched off, then on."""
-
-    def scheduler_pods() -> list[client.V1Pod]:
-        return list(core.list_namespaced_pod(NAMESPACE, label_selector=SCHEDULER_PODS).items)
-
-    def set_scheduler(enabled: bool) -> None:
-        patch = f'{{"spec":{{"scheduler":{{"service":{{"enabled":{str(enabled).lower()}}}}}}}}}'
-        local_env.kubectl("patch", "configs.kai.scheduler", "kai-config", "--type=merge", f"--patch={patch}")
-
-    set_scheduler(False)
-    try:
-        wait_for(lambda: not scheduler_pods(), timeout=90, what="the operator to remove the scheduler's pods")
-    finally:
-        set_scheduler(True)
-    wait_for(
-        lambda: any(
-            pod.status.phase == "Running" and all(c.ready for c in pod.status.container_statuses or [])
-            for pod in scheduler_pods()
-        ),
-        timeout=120,
-        what="the operator to start the scheduler again",
-    )
+    switch_scheduler(local_env, core, enabled=False)
+    switch_scheduler(local_env, core, enabled=True)
 
 
 @pytest.mark.usefixtures("airflow_on_local_env")

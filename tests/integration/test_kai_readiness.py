@@ -1,4 +1,4 @@
-"""The runner's readiness check on the local cluster: KAI's Queue CRD alone is not a KAI that serves."""
+"""The runner's readiness check on the local cluster: an installed KAI whose scheduler is off is not ready."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from kai_scale_runner.kai_detection import READY_TIMEOUT_SECONDS
 from localenv import settings as localenv_settings
 from tests.integration.airflow_env import STANDIN_SUITE
 
-pytestmark = pytest.mark.usefixtures("kai_queue_crd", "airflow_on_local_env")
+pytestmark = pytest.mark.usefixtures("kai_scheduler_off", "airflow_on_local_env")
 
 
 def test_a_suite_scenario_without_kais_scheduler_serving_does_not_run(tmp_path: Path) -> None:
-    """The CRD exists, no pod of KAI's scheduler does: after waiting for one, the scenario is not run.
+    """KAI is installed, its scheduler switched off: after waiting for a pod of it, the scenario is not run.
 
     The stand-in suite would pass: that it never ran is the runner's doing. Takes the runner's wait
     (READY_TIMEOUT_SECONDS).

@@ -54,14 +54,14 @@ def _node_pool_size(local_env: LocalEnvironment) -> int | None:
     return int(size) if size.strip() else None
 
 
-@pytest.mark.usefixtures("prometheus")
-def test_full_run_of_the_shipped_dag(
+@pytest.mark.usefixtures("prometheus", "without_kai")
+def test_the_shipped_dag_on_a_cluster_without_kai(
     local_env: LocalEnvironment, core: client.CoreV1Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The DAG file as shipped, node_count 100 (Prometheus already has rates: the window is short).
 
     The runner pods run the shipped runner image (not the tests' one with the stand-in suite). KAI is
-    not installed here, so the KAI suite's scenarios end as not run with that reason: their tasks
+    uninstalled for this test, so the KAI suite's scenarios end as not run with that reason: their tasks
     fail, the run is incomplete (published, then publish_results fails) and the DAG run fails. The GPU
     workload runs for real against kube-scheduler, and teardown runs.
     """
@@ -145,7 +145,7 @@ def _checkpublished_run(run_id: str, *, not_run: list[str]) -> dict[str, Any]:
     return published
 
 
-@pytest.mark.usefixtures("fake_kai")
+@pytest.mark.usefixtures("kai")
 def test_ginkgo_path_with_the_standin_suite(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], core: client.CoreV1Api
 ) -> None:
@@ -294,7 +294,7 @@ def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     assert (summary["status"], summary["failure_kind"]) == ("failure", "infrastructure")
 
 
-@pytest.mark.usefixtures("fake_kai")
+@pytest.mark.usefixtures("kai")
 def test_scenario_past_its_timeout_is_stopped_and_the_others_run(tmp_path: Path) -> None:
     include = include_dir_with(
         tmp_path,

@@ -39,7 +39,7 @@ from tests.integration.airflow_env import (
 )
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
+pytestmark = pytest.mark.usefixtures("kai", "airflow_on_local_env")
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 # Long enough to outlive the killed scheduler's detection (~30 s) and the retry's start.
 SLOW_SECONDS = 120

@@ -19,7 +19,7 @@ from localenv import settings as localenv_settings
 from tests.integration.airflow_env import STANDIN_SUITE
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.usefixtures("fake_kai", "airflow_on_local_env")
+pytestmark = pytest.mark.usefixtures("kai", "airflow_on_local_env")
 
 SCENARIO = Scenario.model_validate(
     {

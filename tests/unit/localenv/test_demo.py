@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from kai_scale.views.plugin import UI_ROUTE, URL_PREFIX
-from localenv.demo import api_server_answers, view_url
+from localenv.demo import api_server_answers, run_conf, view_url
 from tests.waiting import free_ports
 
 
@@ -39,3 +39,13 @@ def test_an_answering_api_server_is_told_from_none(health_server: int) -> None:
     assert api_server_answers(health_server)
     (nothing,) = free_ports(1)
     assert not api_server_answers(nothing)
+
+
+def test_the_demo_selects_scenarios_only_when_told_to() -> None:
+    assert run_conf(node_count=100, scenarios=[]) == {"node_count": 100}, (
+        "the DAG's default: every enabled one"
+    )
+    assert run_conf(node_count=100, scenarios=["reclaim", "sanity-fill-cluster"]) == {
+        "node_count": 100,
+        "scenarios": ["reclaim", "sanity-fill-cluster"],
+    }

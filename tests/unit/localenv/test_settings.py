@@ -59,10 +59,27 @@ def test_the_real_node_and_its_network_are_settings(monkeypatch: pytest.MonkeyPa
     assert (config.real_node, str(config.pod_subnet)) == (False, "10.99.0.0/24")
 
 
+def test_kai_is_installed_wherever_the_real_node_runs_unless_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KAI_LOCALENV_KAI", raising=False)
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "1")
+    assert Settings.from_environment().kai
+    monkeypatch.setenv("KAI_LOCALENV_KAI", "0")
+    assert not Settings.from_environment().kai
+    monkeypatch.delenv("KAI_LOCALENV_KAI")
+    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
+    assert not Settings.from_environment().kai, "without the node nothing could run KAI's pods"
+    monkeypatch.setenv("KAI_LOCALENV_KAI", "1")
+    with pytest.raises(ValueError, match=r"KAI_LOCALENV_KAI=1 needs the real node"):
+        Settings.from_environment()
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
         ("KAI_LOCALENV_REAL_NODE", "yes", "must be 1 .* or 0"),
+        ("KAI_LOCALENV_KAI", "on", "must be 1 .* or 0"),
         ("KAI_LOCALENV_POD_SUBNET", "10.244.0.1/24", "must be an IPv4 subnet"),
         ("KAI_LOCALENV_POD_SUBNET", "fd00::/64", "must be an IPv4 subnet"),
     ],
