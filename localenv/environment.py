@@ -171,7 +171,14 @@ class LocalEnvironment:
         if node_count < 0:
             raise ValueError(f"node count must be >= 0, got {node_count}")
         self._check_binaries()
-        if self.is_up():
+        up = self.is_up()
+        if node_count and not up:
+            # Checked before anything starts: the pool needs kwok-operator, which a run's setup installs.
+            raise ComponentError(
+                "--nodes needs a running environment on which a run's setup installed kwok-operator: "
+                "start it with `make local-up`, run `make demo`, then scale the pool"
+            )
+        if up:
             self._write_manifest_mirror()
             if self.config.real_node:
                 # The sources may have changed since it started: images.sh rebuilds only what did.

@@ -33,6 +33,15 @@ def test_port_in_use_names_the_component_and_starts_nothing(
     assert not (tmp_path / "second").exists()
 
 
+def test_nodes_on_a_stopped_environment_are_refused_before_anything_starts(
+    local_env: LocalEnvironment, tmp_path: Path
+) -> None:
+    second = _second_environment(local_env, tmp_path / "second")
+    with pytest.raises(ComponentError, match=r"--nodes needs a running environment .* `make demo`"):
+        second.up(node_count=5)
+    assert not (tmp_path / "second").exists()
+
+
 def test_component_that_does_not_come_up_is_named_and_nothing_is_left(
     local_env: LocalEnvironment, tmp_path: Path
 ) -> None:

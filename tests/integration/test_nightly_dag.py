@@ -13,7 +13,10 @@ from typing import Any
 import boto3
 import pytest
 from kubernetes import client
+from kubernetes.dynamic.exceptions import UnprocessibleEntityError
 
+from kai_scale.cluster import setup as cluster_setup
+from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.object_keys import run_summary_key
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import settings as localenv_settings
@@ -25,6 +28,7 @@ from tests.integration.airflow_env import (
     standin_scenario,
     workload_scenario,
 )
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
@@ -415,3 +419,76 @@ def test_gpus_held_by_someone_else_stop_the_scenario_naming_them(
     assert entry["status"] == "failure"
     assert core.read_namespaced_pod("someone-elses", namespace), "not ours to remove"
     core.delete_namespaced_pod("someone-elses", namespace, grace_period_seconds=0)
+
+
+# A cluster policy that forbids deleting NodePools: the teardown of a run that created the pool fails.
+NO_NODEPOOL_DELETION = "kai-scale-test-no-nodepool-deletion"
+NODEPOOL_DELETION_POLICY: list[dict[str, Any]] = [
+    {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": NO_NODEPOOL_DELETION},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["kwok.sigs.run-ai.com"],
+                        "apiVersions": ["*"],
+                        "operations": ["DELETE"],
+                        "resources": ["nodepools"],
+                    }
+                ]
+            },
+            "validations": [
+                {"expression": "false", "message": "NodePools are not deleted here (test policy)"}
+            ],
+        },
+    },
+    {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": NO_NODEPOOL_DELETION},
+        "spec": {"policyName": NO_NODEPOOL_DELETION, "validationActions": ["Deny"]},
+    },
+]
+
+
+@pytest.mark.usefixtures("prepared_cluster")
+def test_a_teardown_that_fails_fails_the_run(
+    tmp_path: Path, local_env: LocalEnvironment, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Everything else succeeds; the teardown cannot delete the pool the run created, and the run fails."""
+    assert _node_pool_size(local_env) is None, "the run creates the pool, so its teardown deletes it"
+    local_env.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input_text=json.dumps({"kind": "List", "apiVersion": "v1", "items": NODEPOOL_DELETION_POLICY}),
+    )
+    try:
+        include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
+        dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
+    finally:
+        local_env.kubectl(
+            "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", NO_NODEPOOL_DELETION
+        )
+    states = _states(dag_run)
+    assert (states["run_small_workload"], states["publish_results"]) == ("success", "success")
+    assert states["tear_down_environment"] == "failed"
+    assert dag_run.state == "failed", "the teardown's failure is the run's"
+    output = capfd.readouterr()
+    assert "NodePools are not deleted here (test policy)" in output.out + output.err
+    # What the failed teardown left, removed as a retried teardown does once the policy is gone (the
+    # API server drops a deleted policy from its cache a moment later).
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+
+        def torn_down() -> bool:
+            try:
+                cluster_setup.teardown(cluster, run_id="after-the-test", existing=None)
+            except UnprocessibleEntityError:
+                return False
+            return True
+
+        wait_for(torn_down, timeout=60, what="a teardown once the policy is deleted")
+    assert _node_pool_size(local_env) is None

@@ -126,7 +126,12 @@ def build_nightly_dag(
 
         teardown = tear_down_environment()
         setups[-1] >> scenario_tasks >> collect_metrics() >> publish_results() >> teardown
-        teardown.as_teardown(setups=setups)  # type: ignore[arg-type]  # XComArgs are accepted at run time
+        # Its failure fails the run (Airflow ignores a teardown's state by default): what it could not
+        # remove would meet the next night.
+        teardown.as_teardown(
+            setups=setups,  # type: ignore[arg-type]  # XComArgs are accepted at run time
+            on_failure_fail_dagrun=True,
+        )
         # A teardown is skipped when no setup succeeded (all_done_setup_success); ours must run even
         # then, so an unreachable cluster or refused params still end with it and its log.
         for operator, _ in teardown.iter_references():
