@@ -211,7 +211,7 @@ def serve_view(port: int) -> int:
 def main() -> int:
     """Run the DAG once and report, or serve the UI (``--serve-view``)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--node-count", type=int, default=int(os.environ.get("NODE_COUNT", "500")))
+    parser.add_argument("--node-count", type=int, default=int(os.environ.get("NODE_COUNT", "100")))
     parser.add_argument(
         "--scenarios",
         default="",

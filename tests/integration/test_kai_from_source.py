@@ -29,7 +29,7 @@ from localenv.kai import install as install_kai
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
 from tests.conftest import REPO
-from tests.integration.real_kai import switch_scheduler
+from tests.integration.real_kai import scheduler_pods, switch_scheduler
 from tests.waiting import wait_for
 
 # The operator's Deployments, and the service (cmd/<name> in KAI's source) each one runs.
@@ -42,7 +42,6 @@ SERVICES = {
     "queue-controller": "queuecontroller",
     "admission": "admission",
 }
-SCHEDULER_PODS = "app=kai-scheduler-default"
 # What the local tuning profile changes, in the order tune_kai reports them.
 TUNED_DEPLOYMENTS = (
     "admission",
@@ -147,8 +146,10 @@ def test_the_operator_stops_and_starts_the_scheduler(
     kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api
 ) -> None:
     """What KAI's suite does between its specs: kai-config's scheduler switched off, then on."""
-    switch_scheduler(local_env, core, enabled=False)
-    switch_scheduler(local_env, core, enabled=True)
+    try:
+        switch_scheduler(local_env, core, enabled=False)
+    finally:
+        switch_scheduler(local_env, core, enabled=True)
 
 
 @pytest.mark.usefixtures("airflow_on_local_env")
@@ -171,7 +172,7 @@ def test_the_local_tuning_profile_is_rolled_out_by_the_real_operator(
     assert "--max-consolidation-preemptees=0" in scheduler.args
     assert "--max-concurrent-reconciles=100" in container("binder").args
     assert apps.read_namespaced_deployment("admission", NAMESPACE).spec.replicas == 1
-    running = core.list_namespaced_pod(NAMESPACE, label_selector=SCHEDULER_PODS).items
+    running = scheduler_pods(core)
     assert [pod.spec.containers[0].resources.requests for pod in running] == [
         {"cpu": "250m", "memory": "1Gi"}
     ]
