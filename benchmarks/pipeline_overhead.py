@@ -1,10 +1,11 @@
 """Pipeline overhead outside the runner pods, for the shipped scenarios.
 
-Usage: ``.venv/bin/python benchmarks/pipeline_overhead.py [--node-count 500]`` with the local
-environment up. Runs the nightly DAG once with dag.test() and splits its wall time into the time the
-runners spent on their scenarios (from each outcome.json) and everything else: setup, pod start-up,
-log streaming, the summary and teardown. Prints a Markdown table. It publishes into a bucket of its
-own and an Airflow home of its own, both removed at the end: the environment's history is untouched.
+Usage: ``.venv/bin/python benchmarks/pipeline_overhead.py [--node-count 500] [--scenarios a b]`` with
+the local environment up (by default every enabled scenario, KAI's suite on the environment's KAI).
+Runs the nightly DAG once with dag.test() and splits its wall time into the time the runners spent on
+their scenarios (from each outcome.json) and everything else: setup, pod start-up, log streaming, the
+summary and teardown. Prints a Markdown table. It publishes into a bucket of its own and an Airflow
+home of its own, both removed at the end: the environment's history is untouched.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def _seconds(start: str, end: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--node-count", type=int, default=500)
+    parser.add_argument(
+        "--scenarios", nargs="+", default=[], help="the scenarios to run (default: enabled ones)"
+    )
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
     airflow_home = Path(tempfile.mkdtemp(prefix="airflow-bench-"))
@@ -42,17 +46,18 @@ def main() -> None:
         with environment.scratch_bucket() as bucket:
             prepare_airflow(environment, airflow_home=airflow_home)
             os.environ["KAI_SCALE_RESULTS_BUCKET"] = bucket
-            _measure(options.node_count)
+            _measure(options.node_count, options.scenarios)
     finally:
         shutil.rmtree(airflow_home, ignore_errors=True)
 
 
-def _measure(node_count: int) -> None:
+def _measure(node_count: int, scenarios: list[str]) -> None:
     sys.path[:0] = [str(REPO / "dags")]
     import kai_scale_nightly  # noqa: PLC0415 - after Airflow is configured
 
     started = time.monotonic()
-    dag_run = kai_scale_nightly.dag.test(run_conf={"node_count": node_count})
+    conf = {"node_count": node_count, **({"scenarios": scenarios} if scenarios else {})}
+    dag_run = kai_scale_nightly.dag.test(run_conf=conf)
     wall = time.monotonic() - started
     summary = dag_run.get_task_instance("publish_results").xcom_pull(
         task_ids="publish_results", key="run_summary"

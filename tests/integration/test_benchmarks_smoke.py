@@ -93,7 +93,16 @@ def test_load_generator(local_env: LocalEnvironment) -> None:
 def test_pipeline_overhead_leaves_the_environments_history_alone(local_env: LocalEnvironment) -> None:
     s3 = local_env.s3_client()
     history_before = _objects(s3, DEFAULT_BUCKET)
-    output = _run("pipeline_overhead.py", "--node-count", "2", env=local_env.exports(), timeout=900)
+    # The workload only: the suite's scenarios would run KAI's real suite (each longer than this test).
+    output = _run(
+        "pipeline_overhead.py",
+        "--node-count",
+        "2",
+        "--scenarios",
+        "gpu-pod-throughput",
+        env=local_env.exports(),
+        timeout=900,
+    )
     assert "overhead outside runner pods" in output
     assert _objects(s3, DEFAULT_BUCKET) == history_before
     buckets = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
