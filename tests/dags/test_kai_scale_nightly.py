@@ -84,7 +84,10 @@ def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
         assert results_task.trigger_rule == "all_done", "results are never held hostage by a failure"
     teardown = dag.get_task("tear_down_environment")
     assert teardown.is_teardown
-    assert teardown.on_failure_fail_dagrun, "a teardown that failed fails the run"
+    assert not teardown.on_failure_fail_dagrun, "publish_results stays a leaf of the run's state"
+    check = dag.get_task("check_teardown")
+    assert (check.upstream_task_ids, check.trigger_rule) == ({"tear_down_environment"}, "all_done")
+    assert {task.task_id for task in dag.leaves} == {"check_teardown"}
     assert set(teardown.upstream_task_ids) >= {t.task_id for t in setups} | {"publish_results"}
 
 

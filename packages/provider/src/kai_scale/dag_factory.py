@@ -33,6 +33,8 @@ DEFAULT_SCHEDULE = "@daily"
 SETUP_RETRIES = 2
 TAGS = ["kai-scheduler", "scale-test", "kwok"]
 SETUP_GROUP = "setup"
+TEARDOWN_TASK_ID = "tear_down_environment"
+TEARDOWN_CHECK_TASK_ID = "check_teardown"
 METRICS_PROFILE = "metrics/default.yaml"
 
 
@@ -117,21 +119,27 @@ def build_nightly_dag(
             """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry."""
             return publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)
 
-        @task(retries=SETUP_RETRIES)
+        @task(task_id=TEARDOWN_TASK_ID, retries=SETUP_RETRIES)
         def tear_down_environment(**context: Any) -> list[str]:
             """Remove what the run created and scale the NodePool back; runs after failures too."""
             return cluster_tasks.tear_down_environment(
                 settings=settings, setup_group=SETUP_GROUP, context=context
             )
 
+        @task(task_id=TEARDOWN_CHECK_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
+        def check_teardown(**context: Any) -> None:
+            """Fail the run when the teardown failed: what it could not remove would meet the next night.
+
+            Airflow leaves a teardown out of the run's state; its on_failure_fail_dagrun would make the
+            teardown the run's only leaf, so a failed publish_results would no longer fail the run.
+            """
+            if context["ti"].xcom_pull(task_ids=TEARDOWN_TASK_ID) is None:
+                raise RuntimeError(f"{TEARDOWN_TASK_ID} failed: see its log; the run is not clean")
+
         teardown = tear_down_environment()
         setups[-1] >> scenario_tasks >> collect_metrics() >> publish_results() >> teardown
-        # Its failure fails the run (Airflow ignores a teardown's state by default): what it could not
-        # remove would meet the next night.
-        teardown.as_teardown(
-            setups=setups,  # type: ignore[arg-type]  # XComArgs are accepted at run time
-            on_failure_fail_dagrun=True,
-        )
+        teardown >> check_teardown()
+        teardown.as_teardown(setups=setups)  # type: ignore[arg-type]  # XComArgs are accepted at run time
         # A teardown is skipped when no setup succeeded (all_done_setup_success); ours must run even
         # then, so an unreachable cluster or refused params still end with it and its log.
         for operator, _ in teardown.iter_references():
