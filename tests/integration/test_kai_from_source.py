@@ -116,7 +116,9 @@ def test_the_operator_runs_every_service_on_the_system_node(
     assert kai.kai_image_tag == kai.kai_commit[:12]
 
 
-def test_kai_schedules_a_pod_onto_the_node(kai: BuiltImages, core: client.CoreV1Api, namespace: str) -> None:
+def test_kai_schedules_a_pod_onto_the_node(
+    kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str
+) -> None:
     name = f"scheduled-by-kai-{uuid.uuid4().hex[:6]}"
     core.create_namespaced_pod(
         namespace,
@@ -132,14 +134,30 @@ def test_kai_schedules_a_pod_onto_the_node(kai: BuiltImages, core: client.CoreV1
             },
         },
     )
-    pod = wait_for(
-        lambda: (p := core.read_namespaced_pod(name, namespace)).status.phase == "Running" and p,
-        timeout=60,
-        what=f"KAI to schedule {name} and the node to run it",
-    )
+    try:
+        pod = wait_for(
+            lambda: (p := core.read_namespaced_pod(name, namespace)).status.phase == "Running" and p,
+            timeout=60,
+            what=f"KAI to schedule {name} and the node to run it",
+        )
+    except AssertionError as error:  # seen twice on a KAI just installed: say where the pod stopped
+        raise AssertionError(f"{error}\n{_pod_story(local_env, namespace, name)}") from None
     assert pod.spec.node_name == NODE_NAME
     events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
     assert "Bound" in {event.reason for event in events}, "KAI's binder binds the pod"
+
+
+def _pod_story(local_env: LocalEnvironment, namespace: str, name: str) -> str:
+    """The pod, its events, its namespace's PodGroups and KAI's pods, as kubectl shows them."""
+    commands = {
+        "pod": ("get", "pod", name, f"--namespace={namespace}", "--output=yaml"),
+        "events": ("get", "events", f"--namespace={namespace}"),
+        "podgroups": ("get", "podgroups", f"--namespace={namespace}", "--output=yaml"),
+        "KAI's pods": ("get", "pods", f"--namespace={NAMESPACE}", "--output=wide"),
+    }
+    return "\n".join(
+        f"--- {title}\n{local_env.kubectl(*args, check=False)}" for title, args in commands.items()
+    )
 
 
 def test_the_operator_stops_and_starts_the_scheduler(
