@@ -63,10 +63,17 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
 def namespace(core: client.CoreV1Api) -> Iterator[str]:
     """A fresh namespace for one test, labelled as a test's, deleted afterwards with all its pods.
 
-    The deletion is waited for: a pod left holding a GPU makes the next test's run refuse to start.
+    It is handed over once its ``default`` ServiceAccount exists: until the controller manager makes it,
+    the API server refuses every pod of the namespace. The deletion is waited for: a pod left holding a
+    GPU makes the next test's run refuse to start.
     """
     name = f"test-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name, "labels": {TEST_LABEL: "true"}}})
+    wait_for(
+        lambda: core.list_namespaced_service_account(name, field_selector="metadata.name=default").items,
+        timeout=60,
+        what=f"the default ServiceAccount of namespace {name}",
+    )
     yield name
     core.delete_namespace(name, grace_period_seconds=0)
     wait_for(lambda: _namespace_gone(core, name), timeout=120, what=f"namespace {name} to be deleted")
