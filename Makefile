@@ -11,7 +11,7 @@ NODE_COUNT ?= 500
 # make demo: what this 2-core machine runs and passes (README, "The local scenario set"); SCENARIOS=
 # (empty) runs every enabled scenario, as a night does.
 DEMO_NODE_COUNT ?= 100
-SCENARIOS ?= sanity-fill-cluster whole-gpu-pending-background
+SCENARIOS ?= sanity-fill-cluster whole-gpu-pending-background reclaim-full-node
 # make calibrate: how many of the newest comparable runs, and the margin in the bad direction.
 LAST ?= 5
 MARGIN ?= 0.2

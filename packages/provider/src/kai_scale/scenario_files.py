@@ -48,4 +48,5 @@ def load_scenarios(directory: Path) -> tuple[Scenario, ...]:
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise ScenarioFileError(f"no scenario files (*.yaml) in {directory}")
-    return tuple(load_scenario(path) for path in files)
+    # By scenario name, not file name: "reclaim-full-node.yaml" sorts before "reclaim.yaml".
+    return tuple(sorted((load_scenario(path) for path in files), key=lambda scenario: scenario.name))
