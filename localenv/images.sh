@@ -354,7 +354,7 @@ kai_images() { # <KAI source dir> <commit>
   ldflags+=" -X $KAI_VERSION_PKG.gitTreeState=clean -X $KAI_VERSION_PKG.buildDate=1970-01-01T00:00:00Z"
   [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
   binaries="$images_root/kai-bin/$tag-$(go env GOVERSION)"
-  go_binaries "kai-$tag" "$1" "$binaries" "$ldflags" "${KAI_SERVICES[@]/#/./cmd/}"
+  go_binaries "kai-services-$tag" "$1" "$binaries" "$ldflags" "${KAI_SERVICES[@]/#/./cmd/}"
   # The hook image's kubectl: the one localenv/build.sh built from the Kubernetes module.
   cp -L "$cache_root/bin/current/kubectl" "$binaries/kubectl"
   base="$(minimal_base)"

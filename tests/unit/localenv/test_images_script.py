@@ -64,3 +64,38 @@ def test_a_source_tree_that_is_not_kais_is_named(tmp_path: Path) -> None:
     assert f"{source} is not a KAI source tree: no deployments/kai-scheduler/Chart.yaml" in result.stderr
     assert "cmd/scheduler" in result.stderr
     assert not (tmp_path / "cache" / "images" / "kai-bin").exists()
+
+
+def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path: Path) -> None:
+    """A KAI source tree whose scheduler does not compile: the error names KAI's build and its log,
+    the log holds the compiler's message, and no half-built binaries stay in the cache.
+
+    The tree is a minimal module of KAI's layout (each service a main package), built with the real Go
+    toolchain. ``bin/current/kubectl`` is only an executable file: images.sh checks for it before the
+    build and copies it after, which this build never reaches.
+    """
+    source = tmp_path / "kai"
+    (source / "deployments" / "kai-scheduler" / "crds").mkdir(parents=True)
+    (source / "deployments" / "kai-scheduler" / "Chart.yaml").write_text("name: kai-scheduler\n")
+    (source / "deployments" / "crd-upgrader").mkdir()
+    (source / "deployments" / "crd-upgrader" / "apply-crds.sh").write_text("#!/bin/sh\n")
+    (source / "NOTICE").write_text("notice\n")
+    (source / "go.mod").write_text("module github.com/kai-scheduler/KAI-scheduler\n\ngo 1.26\n")
+    for service in ("scheduler", "binder", "podgrouper", "podgroupcontroller", "queuecontroller", "admission"):
+        (source / "cmd" / service).mkdir(parents=True)
+        (source / "cmd" / service / "main.go").write_text("package main\n\nfunc main() {}\n")
+    (source / "cmd" / "operator").mkdir()
+    (source / "cmd" / "operator" / "main.go").write_text("package main\n\nfunc main() { undefinedCall() }\n")
+    cache = tmp_path / "cache"
+    kubectl = cache / "bin" / "current" / "kubectl"
+    kubectl.parent.mkdir(parents=True)
+    kubectl.write_text("#!/bin/sh\n")
+    kubectl.chmod(0o755)
+
+    result = _run("127.0.0.1:5000", KAI_SOURCE=str(source), KAI_COMMIT="ab" * 20, KAI_LOCALENV_CACHE=str(cache))
+
+    log = cache / "build-logs" / "kai-services-abababababab.log"
+    assert result.returncode == 1
+    assert f"localenv images: building kai-services-abababababab failed; see {log}" in result.stderr
+    assert "undefined: undefinedCall" in log.read_text()
+    assert not list((cache / "images" / "kai-bin").iterdir())
