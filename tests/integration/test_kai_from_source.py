@@ -24,12 +24,13 @@ from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
+from localenv import kai as kai_chart
 from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RELEASE, BuiltImages
 from localenv.kai import install as install_kai
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
 from tests.conftest import REPO
-from tests.integration.real_kai import scheduler_pods, switch_scheduler
+from tests.integration.real_kai import kai_leftovers, scheduler_pods, switch_scheduler
 from tests.waiting import wait_for
 
 # The operator's Deployments, and the service (cmd/<name> in KAI's source) each one runs.
@@ -75,6 +76,35 @@ def test_a_chart_that_does_not_install_is_an_error_naming_kai_and_its_log(
         )
     assert "broken.yaml" in (tmp_path / "kai.log").read_text(), "helm's own error is in the log"
     assert _release(local_env) == deployed
+
+
+@pytest.mark.timeout(600)  # KAI uninstalled, the failed install, KAI installed again
+@pytest.mark.usefixtures("without_kai")
+def test_a_kai_that_never_becomes_ready_is_an_error_naming_kai_and_its_log(
+    local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KAI's chart at an image tag the registry does not serve, so none of its pods ever starts.
+
+    The install gives up after its timeout (45 s here, 300 s as shipped) with an error naming KAI and
+    its log, the log says why (the pods' image pulls), and uninstalling leaves nothing of it behind.
+    """
+    monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 45)
+    images = dataclasses.replace(local_env.built_images(), kai_image_tag="never-built")
+    with pytest.raises(ComponentError, match=r"^KAI: .*; see .*kai\.log$"):
+        install_kai(
+            images,
+            helm=local_env.config.helm_dir / "helm",
+            kubeconfig=local_env.config.kubeconfig,
+            kubectl=local_env.kubectl,
+            logs_dir=tmp_path,
+            node_selector={SYSTEM_NODE_LABEL: SYSTEM_NODE_TAINT["value"]},
+            tolerations=[SYSTEM_NODE_TAINT],
+        )
+    log = (tmp_path / "kai.log").read_text()
+    assert ":never-built" in log, "the log's pods name the image they wait for"
+    assert "ErrImagePull" in log or "ImagePullBackOff" in log, log[-3000:]
+    local_env.uninstall_kai()
+    assert not kai_leftovers(local_env)
 
 
 def _release(local_env: LocalEnvironment) -> tuple[int, str]:
