@@ -23,8 +23,8 @@ from kai_scale.cluster.kai_setup import tune_kai
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
-from localenv.environment import LocalEnvironment
 from localenv import kai as kai_chart
+from localenv.environment import LocalEnvironment
 from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RELEASE, BuiltImages
 from localenv.kai import install as install_kai
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT

@@ -1,4 +1,4 @@
-"""Two nights in a row of the shipped DAG on a bare cluster, running KAI's real scale suite.
+"""Two nights in a row of the shipped DAG on a bare cluster, running two scenarios of KAI's real suite.
 
 The environment is restarted first, so the cluster holds what a cluster admin installed (KAI, built
 from source) and nothing of the pipeline's: the first night's setup installs KWOK, kwok-operator, the
@@ -27,13 +27,14 @@ from tests.integration.airflow_env import published_run
 pytestmark = pytest.mark.restarts_local_env
 
 NODE_COUNT = 20
-SCENARIO = "sanity-fill-cluster"
-NIGHT: dict[str, Any] = {"node_count": NODE_COUNT, "scenarios": [SCENARIO]}
+SCENARIOS = ("sanity-fill-cluster", "whole-gpu-pending-background")
+NIGHT: dict[str, Any] = {"node_count": NODE_COUNT, "scenarios": list(SCENARIOS)}
 ALL_SCENARIOS = {path.stem for path in (REPO / "include" / "scenarios").glob("*.yaml")}
-# The entries KAI's suite writes for the scenario's two specs (test/e2e/scale/kwok_test.go).
+# The entries KAI's suite writes for the scenarios' three specs (test/e2e/scale/kwok_test.go).
 SUITE_TESTS = {
     "Fill Cluster with single GPU Jobs",
     "Fill Cluster with single GPU Jobs - scheduler is running while submitting jobs",
+    "Fill Cluster with single GPU Jobs with 400 pending tasks in background",
 }
 # What the night's setup installs as infrastructure (and its teardown keeps).
 INFRASTRUCTURE_RELEASES = {"fake-gpu-operator", "kube-prometheus-stack"}
@@ -73,7 +74,8 @@ def _night(dag: Any, local_env: LocalEnvironment) -> str:
     dag_run = dag.test(run_conf=NIGHT)
     states = {ti.task_id: ti.state for ti in dag_run.get_task_instances()}
     assert dag_run.state == "success", states
-    assert states[f"run_{SCENARIO.replace('-', '_')}"] == "success"
+    for scenario in SCENARIOS:
+        assert states[f"run_{scenario.replace('-', '_')}"] == "success"
     assert states["tear_down_environment"] == "success"
     run_id = str(
         dag_run.get_task_instance("publish_results").xcom_pull(task_ids="publish_results", key="run_summary")[
@@ -85,14 +87,14 @@ def _night(dag: Any, local_env: LocalEnvironment) -> str:
     metadata = published["results"]["metadata"]
     assert metadata["kai_commit_hash"] == local_env.built_images().kai_commit, "the suite of KAI's build"
     pushed = local_env.registry().digest(f"{DEFAULT_RUNNER_IMAGE}:main")
-    assert metadata["runner_image_ids"] == {SCENARIO: f"{DEFAULT_RUNNER_IMAGE}@{pushed}"}, (
+    assert metadata["runner_image_ids"] == dict.fromkeys(SCENARIOS, f"{DEFAULT_RUNNER_IMAGE}@{pushed}"), (
         "the runner image built from docker/runner/Dockerfile, with KAI's compiled suite"
     )
     assert metadata["kwok_node_count"] == NODE_COUNT
     results = published["results"]["results"]
     assert results["status"] == "success"
     skipped = {test["test_name"] for test in results["tests"] if test["status"] == "skipped"}
-    assert skipped == ALL_SCENARIOS - {SCENARIO}, "the scenarios not selected, by name"
+    assert skipped == ALL_SCENARIOS - set(SCENARIOS), "the scenarios not selected, by name"
     tests = [test for test in results["tests"] if test["status"] != "skipped"]
     assert {test["test_name"] for test in tests} == SUITE_TESTS, "the suite's own entries"
     for test in tests:
@@ -109,13 +111,15 @@ def _night(dag: Any, local_env: LocalEnvironment) -> str:
     assert its.count("passed") == len(SUITE_TESTS), "Ginkgo's own report: one passed spec per entry"
     assert set(its) == {"passed", "skipped"}, "the focus skipped the other specs"
 
-    metrics = published["metrics"]["scenarios"][SCENARIO]
-    assert metrics["status"] == "collected"
     profile = load_profile(REPO / "include" / "metrics" / "default.yaml")
     kai_metrics = [query.name for query in profile.queries if "kai_" in query.query]
     assert kai_metrics, "the metrics profile queries KAI's own metrics"
-    series = {name: metrics["metrics"][name]["series"] for name in kai_metrics}
-    assert all(series.values()), f"the real Prometheus scraped KAI: {json.dumps(series)[:1000]}"
+    for scenario in SCENARIOS:
+        metrics = published["metrics"]["scenarios"][scenario]
+        assert metrics["status"] == "collected", scenario
+        series = {name: metrics["metrics"][name]["series"] for name in kai_metrics}
+        scraped = json.dumps(series)[:1000]
+        assert all(series.values()), f"the real Prometheus scraped KAI in {scenario}: {scraped}"
 
     (entry,) = published["entries"]
     assert (entry["status"], entry["node_count"]) == ("success", NODE_COUNT)

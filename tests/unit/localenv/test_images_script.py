@@ -67,12 +67,12 @@ def test_a_source_tree_that_is_not_kais_is_named(tmp_path: Path) -> None:
 
 
 def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path: Path) -> None:
-    """A KAI source tree whose scheduler does not compile: the error names KAI's build and its log,
-    the log holds the compiler's message, and no half-built binaries stay in the cache.
+    """A KAI source tree whose operator does not compile: the error names KAI's build and its log.
 
-    The tree is a minimal module of KAI's layout (each service a main package), built with the real Go
-    toolchain. ``bin/current/kubectl`` is only an executable file: images.sh checks for it before the
-    build and copies it after, which this build never reaches.
+    The log holds the compiler's message, and no half-built binaries stay in the cache. The tree is a
+    minimal module of KAI's layout (each service a main package), built with the real Go toolchain.
+    ``bin/current/kubectl`` is only an executable file: images.sh checks for it before the build and
+    copies it after, which this build never reaches.
     """
     source = tmp_path / "kai"
     (source / "deployments" / "kai-scheduler" / "crds").mkdir(parents=True)
@@ -81,7 +81,8 @@ def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path
     (source / "deployments" / "crd-upgrader" / "apply-crds.sh").write_text("#!/bin/sh\n")
     (source / "NOTICE").write_text("notice\n")
     (source / "go.mod").write_text("module github.com/kai-scheduler/KAI-scheduler\n\ngo 1.26\n")
-    for service in ("scheduler", "binder", "podgrouper", "podgroupcontroller", "queuecontroller", "admission"):
+    compiling = ("scheduler", "binder", "podgrouper", "podgroupcontroller", "queuecontroller", "admission")
+    for service in compiling:
         (source / "cmd" / service).mkdir(parents=True)
         (source / "cmd" / service / "main.go").write_text("package main\n\nfunc main() {}\n")
     (source / "cmd" / "operator").mkdir()
@@ -92,7 +93,9 @@ def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path
     kubectl.write_text("#!/bin/sh\n")
     kubectl.chmod(0o755)
 
-    result = _run("127.0.0.1:5000", KAI_SOURCE=str(source), KAI_COMMIT="ab" * 20, KAI_LOCALENV_CACHE=str(cache))
+    result = _run(
+        "127.0.0.1:5000", KAI_SOURCE=str(source), KAI_COMMIT="ab" * 20, KAI_LOCALENV_CACHE=str(cache)
+    )
 
     log = cache / "build-logs" / "kai-services-abababababab.log"
     assert result.returncode == 1
