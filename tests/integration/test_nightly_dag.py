@@ -85,6 +85,8 @@ def test_the_shipped_dag_on_a_cluster_without_kai(
     assert measurement["test_name"] == "GPU pod scheduling throughput"
     assert measurement["details"]["pods"] == measurement["details"]["scheduled pods"] == 400
     assert measurement["details"]["throughput average (pods/s)"] > 0
+    off_by_default = by_name.pop("reclaim-full-node")
+    assert (off_by_default["status"], states["run_reclaim_full_node"]) == ("skipped", "skipped")
     for name, entry in by_name.items():
         assert (entry["status"], entry["reason"], entry["failure_kind"]) == (
             "not_run",
@@ -95,6 +97,7 @@ def test_the_shipped_dag_on_a_cluster_without_kai(
     assert states["run_gpu_pod_throughput"] == "success"
     assert (states["collect_metrics"], states["publish_results"]) == ("success", "failed")
     assert states["tear_down_environment"] == "success"
+    assert states["published_and_torn_down"] == "upstream_failed"
     assert (summary["status"], summary["failure_kind"], summary["failed_scenarios"]) == (
         "incomplete",
         None,
@@ -472,7 +475,10 @@ def test_a_teardown_that_fails_fails_the_run(
         )
         _tear_down_what_the_run_left()
     states = _states(dag_run)
-    assert (states.pop("tear_down_environment"), states.pop("check_teardown")) == ("failed", "failed")
+    assert (states.pop("tear_down_environment"), states.pop("published_and_torn_down")) == (
+        "failed",
+        "upstream_failed",
+    )
     assert set(states.values()) == {"success"}, f"every other task succeeded: {states}"
     assert dag_run.state == "failed", "the teardown's failure is the run's"
     output = capfd.readouterr()
