@@ -183,13 +183,30 @@ def _write_diagnostics(kubectl: Callable[..., str], log_path: Path) -> None:
 
 
 def uninstall(images: BuiltImages, *, helm: Path, kubeconfig: Path, kubectl: Callable[..., str]) -> None:
-    """``helm uninstall``, then what the chart keeps: its CRDs (and so their objects) and namespaces."""
-    argv = [str(helm), "uninstall", RELEASE, f"--namespace={NAMESPACE}", f"--kubeconfig={kubeconfig}"]
-    result = subprocess.run(
-        [*argv, "--ignore-not-found", "--wait"], capture_output=True, text=True, check=False
-    )
+    """``helm uninstall``, then what the chart keeps: its CRDs (and so their objects) and namespaces.
+
+    The chart's post-delete hook runs KAI's own image. A KAI whose images never ran (it never became
+    ready) cannot run it either: once the hook has had READY_TIMEOUT_SECONDS, the release is removed
+    without hooks, and deleting the namespace takes the stuck hook job with it.
+    """
+    argv = [
+        str(helm),
+        "uninstall",
+        RELEASE,
+        f"--namespace={NAMESPACE}",
+        f"--kubeconfig={kubeconfig}",
+        "--ignore-not-found",
+        "--wait",
+        f"--timeout={READY_TIMEOUT_SECONDS}s",
+    ]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise ComponentError(f"KAI: helm uninstall failed: {result.stderr.strip()}")
+        without_hooks = subprocess.run([*argv, "--no-hooks"], capture_output=True, text=True, check=False)
+        if without_hooks.returncode != 0:
+            raise ComponentError(
+                f"KAI: helm uninstall failed: {result.stderr.strip()}; "
+                f"without hooks too: {without_hooks.stderr.strip()}"
+            )
     crds = images.kai_source / CHART_IN_SOURCE / "crds"
     kubectl("delete", f"--filename={crds}", "--recursive", "--ignore-not-found", "--wait=true")
     kubectl("delete", "namespace", NAMESPACE, RESERVATION_NAMESPACE, "--ignore-not-found", "--wait=true")
