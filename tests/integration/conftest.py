@@ -69,14 +69,16 @@ def namespace(core: client.CoreV1Api) -> Iterator[str]:
     """
     name = f"test-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name, "labels": {TEST_LABEL: "true"}}})
-    wait_for(
-        lambda: core.list_namespaced_service_account(name, field_selector="metadata.name=default").items,
-        timeout=60,
-        what=f"the default ServiceAccount of namespace {name}",
-    )
-    yield name
-    core.delete_namespace(name, grace_period_seconds=0)
-    wait_for(lambda: _namespace_gone(core, name), timeout=120, what=f"namespace {name} to be deleted")
+    try:
+        wait_for(
+            lambda: core.list_namespaced_service_account(name, field_selector="metadata.name=default").items,
+            timeout=60,
+            what=f"the default ServiceAccount of namespace {name}",
+        )
+        yield name
+    finally:
+        core.delete_namespace(name, grace_period_seconds=0)
+        wait_for(lambda: _namespace_gone(core, name), timeout=120, what=f"namespace {name} to be deleted")
 
 
 def _namespace_gone(core: client.CoreV1Api, name: str) -> bool:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import uuid
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.utils import parse_quantity
 
@@ -80,31 +82,66 @@ def test_a_chart_that_does_not_install_is_an_error_naming_kai_and_its_log(
 
 @pytest.mark.timeout(600)  # KAI uninstalled, the failed install, KAI installed again
 @pytest.mark.usefixtures("without_kai")
-def test_a_kai_that_never_becomes_ready_is_an_error_naming_kai_and_its_log(
+def test_kai_images_the_registry_does_not_have_are_an_error_naming_kai_and_its_log(
     local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """KAI's chart at an image tag the registry does not serve, so none of its pods ever starts.
+    """KAI's chart at an image tag the registry does not serve: not even its hook jobs start.
 
-    The install gives up after its timeout (45 s here, 300 s as shipped) with an error naming KAI and
-    its log, the log says why (the pods' image pulls), and uninstalling leaves nothing of it behind.
+    helm gives up after the timeout (45 s here, 300 s as shipped) with an error naming KAI and its log,
+    the log says why (the pods' image pulls), and uninstalling the release, whose post-delete hook
+    cannot run either, leaves nothing of it behind.
     """
     monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 45)
     images = dataclasses.replace(local_env.built_images(), kai_image_tag="never-built")
-    with pytest.raises(ComponentError, match=r"^KAI: .*; see .*kai\.log$"):
-        install_kai(
-            images,
-            helm=local_env.config.helm_dir / "helm",
-            kubeconfig=local_env.config.kubeconfig,
-            kubectl=local_env.kubectl,
-            logs_dir=tmp_path,
-            node_selector={SYSTEM_NODE_LABEL: SYSTEM_NODE_TAINT["value"]},
-            tolerations=[SYSTEM_NODE_TAINT],
-        )
+    with pytest.raises(ComponentError, match=r"^KAI: helm could not install the chart .*; see .*kai\.log$"):
+        _install(local_env, images, tmp_path)
     log = (tmp_path / "kai.log").read_text()
     assert ":never-built" in log, "the log's pods name the image they wait for"
     assert "ErrImagePull" in log or "ImagePullBackOff" in log, log[-3000:]
     local_env.uninstall_kai()
     assert not kai_leftovers(local_env)
+
+
+@pytest.mark.timeout(600)  # KAI uninstalled, the failed install, KAI installed again
+@pytest.mark.usefixtures("without_kai")
+def test_a_kai_that_never_becomes_ready_is_an_error_naming_kai_and_its_log(
+    local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KAI's chart installs, but its operator's binder runs an image the registry does not have.
+
+    KAI's chart passes ``binder.image.tag`` on to kai-config, so the operator starts a binder that never
+    runs and never reports KAI available: after the timeout (120 s here, 300 s as shipped) the error
+    names KAI, what the operator reports and the log, which shows the binder's image pull.
+    """
+    monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 120)
+    built = local_env.built_images()
+    chart = tmp_path / "source" / CHART_IN_SOURCE
+    shutil.copytree(built.kai_source / CHART_IN_SOURCE, chart)
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    values["binder"]["image"]["tag"] = "never-built"
+    (chart / "values.yaml").write_text(yaml.safe_dump(values))
+    images = dataclasses.replace(built, kai_source=tmp_path / "source")
+    not_available = r"^KAI: the operator did not report KAI available within 120 s .*; see .*kai\.log$"
+    with pytest.raises(ComponentError, match=not_available):
+        _install(local_env, images, tmp_path)
+    log = (tmp_path / "kai.log").read_text()
+    assert "/binder:never-built" in log, "the log's binder pod names the image it waits for"
+    assert "ErrImagePull" in log or "ImagePullBackOff" in log, log[-3000:]
+    local_env.uninstall_kai()
+    assert not kai_leftovers(local_env)
+
+
+def _install(local_env: LocalEnvironment, images: BuiltImages, logs_dir: Path) -> None:
+    """KAI installed as local-up installs it, from ``images``, its log in ``logs_dir``."""
+    install_kai(
+        images,
+        helm=local_env.config.helm_dir / "helm",
+        kubeconfig=local_env.config.kubeconfig,
+        kubectl=local_env.kubectl,
+        logs_dir=logs_dir,
+        node_selector={SYSTEM_NODE_LABEL: SYSTEM_NODE_TAINT["value"]},
+        tolerations=[SYSTEM_NODE_TAINT],
+    )
 
 
 def _release(local_env: LocalEnvironment) -> tuple[int, str]:

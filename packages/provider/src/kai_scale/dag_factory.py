@@ -34,7 +34,7 @@ SETUP_RETRIES = 2
 TAGS = ["kai-scheduler", "scale-test", "kwok"]
 SETUP_GROUP = "setup"
 TEARDOWN_TASK_ID = "tear_down_environment"
-RUN_CHECK_TASK_ID = "published_and_torn_down"
+TEARDOWN_CHECK_TASK_ID = "check_teardown"
 METRICS_PROFILE = "metrics/default.yaml"
 
 
@@ -126,18 +126,19 @@ def build_nightly_dag(
                 settings=settings, setup_group=SETUP_GROUP, context=context
             )
 
-        # The run's only leaf. Airflow leaves a teardown out of the run's state (its state comes from
-        # the teardown's upstream, publish_results); its on_failure_fail_dagrun would make the teardown
-        # the only leaf and a failed publish_results would no longer fail the run. This task has both
-        # upstream, so its state, upstream_failed when either failed, is the run's.
-        @task(task_id=RUN_CHECK_TASK_ID, trigger_rule=TriggerRule.ALL_SUCCESS, retries=0)
-        def published_and_torn_down() -> None:
-            """Runs only when the results are published and the teardown removed what the run added."""
+        @task(task_id=TEARDOWN_CHECK_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
+        def check_teardown(**context: Any) -> None:
+            """Fail the run when the teardown failed: what it could not remove would meet the next night.
+
+            Airflow leaves a teardown out of the run's state; its on_failure_fail_dagrun would make the
+            teardown the run's only leaf, so a failed publish_results would no longer fail the run.
+            """
+            if context["ti"].xcom_pull(task_ids=TEARDOWN_TASK_ID) is None:
+                raise RuntimeError(f"{TEARDOWN_TASK_ID} failed: see its log; the run is not clean")
 
         teardown = tear_down_environment()
-        published = publish_results()
-        setups[-1] >> scenario_tasks >> collect_metrics() >> published >> teardown
-        [published, teardown] >> published_and_torn_down()
+        setups[-1] >> scenario_tasks >> collect_metrics() >> publish_results() >> teardown
+        teardown >> check_teardown()
         teardown.as_teardown(setups=setups)  # type: ignore[arg-type]  # XComArgs are accepted at run time
         # A teardown is skipped when no setup succeeded (all_done_setup_success); ours must run even
         # then, so an unreachable cluster or refused params still end with it and its log.
