@@ -133,6 +133,7 @@ def _checkpublished_run(run_id: str, *, not_run: list[str]) -> dict[str, Any]:
     assert (results["status"], results["failure_kind"]) == ("incomplete", None)
     tests = {test["test_name"]: test for test in results["tests"]}
     assert tests.pop("GPU pod scheduling throughput")["status"] == "success"
+    assert tests.pop("reclaim-full-node")["status"] == "skipped", "off by default: not selected"
     assert sorted(tests) == not_run, "a scenario that did not run still appears, by name"
     for test in tests.values():
         assert test["status"] == "not_run"
