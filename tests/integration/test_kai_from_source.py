@@ -95,11 +95,7 @@ def test_kai_images_the_registry_does_not_have_are_an_error_naming_kai_and_its_l
     images = dataclasses.replace(local_env.built_images(), kai_image_tag="never-built")
     with pytest.raises(ComponentError, match=r"^KAI: helm could not install the chart .*; see .*kai\.log$"):
         _install(local_env, images, tmp_path)
-    log = (tmp_path / "kai.log").read_text()
-    assert ":never-built" in log, "the log's pods name the image they wait for"
-    assert "ErrImagePull" in log or "ImagePullBackOff" in log, log[-3000:]
-    local_env.uninstall_kai()
-    assert not kai_leftovers(local_env)
+    _check_the_pull_is_logged_and_uninstall(local_env, tmp_path / "kai.log", image=":never-built")
 
 
 @pytest.mark.timeout(600)  # KAI uninstalled, the failed install, KAI installed again
@@ -124,8 +120,15 @@ def test_a_kai_that_never_becomes_ready_is_an_error_naming_kai_and_its_log(
     not_available = r"^KAI: the operator did not report KAI available within 120 s .*; see .*kai\.log$"
     with pytest.raises(ComponentError, match=not_available):
         _install(local_env, images, tmp_path)
-    log = (tmp_path / "kai.log").read_text()
-    assert "/binder:never-built" in log, "the log's binder pod names the image it waits for"
+    _check_the_pull_is_logged_and_uninstall(local_env, tmp_path / "kai.log", image="/binder:never-built")
+
+
+def _check_the_pull_is_logged_and_uninstall(
+    local_env: LocalEnvironment, log_path: Path, *, image: str
+) -> None:
+    """The log names the image the pods wait for and their failed pull; uninstalling leaves nothing."""
+    log = log_path.read_text()
+    assert image in log, "the log's pods name the image they wait for"
     assert "ErrImagePull" in log or "ImagePullBackOff" in log, log[-3000:]
     local_env.uninstall_kai()
     assert not kai_leftovers(local_env)
