@@ -9,6 +9,7 @@ entry for the run, and the log says what happened. The table of outcomes is in t
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -155,6 +156,11 @@ def test_the_s3_endpoint_hanging_while_publishing_loses_nothing(
     published = published_run(summary["run_id"])
     assert published["results"]["results"]["status"] == "success"
     assert len(published["entries"]) == 1, "one entry per run, however many retries it took"
+    output = capfd.readouterr()
+    log = output.out + output.err
+    assert re.search(
+        r"S3 \w+ in s3://kai-scale-results failed on attempt 1 of at most 8 \(\w*Timeout", log
+    ), "the task's log says which request timed out"
 
 
 def _summary(dag_run: Any) -> dict[str, Any]:

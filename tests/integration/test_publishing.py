@@ -140,7 +140,9 @@ def test_a_conditional_write_loses_to_a_change_since_the_read(prefix: str) -> No
     assert store.read_text(key) == '{"changed": true}'
 
 
-def test_an_unreachable_bucket_is_a_clear_error(prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_bucket_is_a_clear_error(
+    prefix: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     gone = {
         "conn_type": "aws",
         "login": "k",
@@ -155,6 +157,11 @@ def test_an_unreachable_bucket_is_a_clear_error(prefix: str, monkeypatch: pytest
         _publish(store, prefix, "r1")
     assert "Could not connect to the endpoint URL" in str(raised.value)
     assert "manifest entry was not written" in str(raised.value)
+    # Each failed attempt is in the log (Airflow's, on stdout), not only the last one's error.
+    log = capfd.readouterr().out
+    assert "failed on attempt 1 of at most 2 (EndpointConnectionError" in log
+    assert "failed on attempt 2 of at most 2 (EndpointConnectionError" in log
+    assert "attempt 3" not in log, "max_attempts counts every try"
 
 
 def test_a_missing_bucket_is_a_clear_error(prefix: str) -> None:
@@ -196,7 +203,10 @@ class _FlakyS3(http.server.BaseHTTPRequestHandler):
 
 
 def test_transient_s3_errors_are_retried(
-    prefix: str, monkeypatch: pytest.MonkeyPatch, airflow_on_local_env: dict[str, str]
+    prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    airflow_on_local_env: dict[str, str],
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     """Every other request fails with 503 (an S3 endpoint under load); the publish still completes."""
     _FlakyS3.upstream = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])["extra"]["endpoint_url"]
@@ -212,6 +222,7 @@ def test_transient_s3_errors_are_retried(
         server.shutdown()
         server.server_close()
     assert _FlakyS3.requests >= 10, "every request went through the flaky endpoint"
+    assert "failed on attempt 1 of at most 8 (HTTP 503)" in capfd.readouterr().out, "the log says what failed"
     assert [run["run_id"] for run in _manifest(_store(), prefix)["runs"]] == ["r1"]
 
 

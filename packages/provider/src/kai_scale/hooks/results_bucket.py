@@ -77,9 +77,33 @@ class ResultsBucketHook(BaseHook):
         from botocore.config import Config  # noqa: PLC0415
 
         config = Config(
-            signature_version="s3v4", retries={"max_attempts": self.max_attempts, "mode": "standard"}
+            signature_version="s3v4", retries={"total_max_attempts": self.max_attempts, "mode": "standard"}
         )
-        return S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
+        client = S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
+        client.meta.events.register("needs-retry.s3", self._log_failed_attempt)
+        return client
+
+    def _log_failed_attempt(
+        self, *, attempts: int, operation: Any, response: Any, caught_exception: Exception | None, **_: Any
+    ) -> None:
+        """Say in the task's log that a request failed, which botocore's retries tell at debug level only.
+
+        Called by botocore after every attempt; ``response`` is (HTTP response, parsed body) or None.
+        """
+        if caught_exception is not None:
+            cause = f"{type(caught_exception).__name__}: {caught_exception}"
+        elif response is not None and (response[0].status_code >= 500 or response[0].status_code == 429):
+            cause = f"HTTP {response[0].status_code}"
+        else:
+            return
+        self.log.warning(
+            "S3 %s in s3://%s failed on attempt %d of at most %d (%s)",
+            operation.name,
+            self.bucket,
+            attempts,
+            self.max_attempts,
+            cause,
+        )
 
     @contextmanager
     def errors_named(self, doing: str) -> Iterator[None]:
