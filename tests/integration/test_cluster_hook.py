@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import uuid
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from kai_scale.cluster import setup as cluster_setup
 from kai_scale.hooks.cluster import ClusterHook
 from localenv.environment import LocalEnvironment
+from localenv.kai import NAMESPACE as KAI_NAMESPACE
 from tests.conftest import REPO
+from tests.integration.conftest import TEST_LABEL
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
@@ -39,6 +46,8 @@ def test_waiting_for_nodes_lists_once_then_watches(local_env: LocalEnvironment) 
 
 
 RUNNER = "system:serviceaccount:kai-scale:kai-scale-runner"
+# What KAI's suite labels each namespace it creates with (test/e2e/modules/resources/rd/namespace.go).
+SUITE_NAMESPACE_LABEL = {"app": "engine-e2e"}
 
 
 @pytest.mark.parametrize(
@@ -59,10 +68,90 @@ def test_the_runner_may_do_what_the_workload_and_the_suite_do_and_no_more(
     local_env: LocalEnvironment, verb: str, resource: str, namespace: str | None, allowed: bool
 ) -> None:
     with ClusterHook(conn_id="kubernetes_default") as cluster:
-        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include")
+        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
     scope = ["-n", namespace] if namespace else []
     answer = local_env.kubectl("auth", "can-i", verb, resource, *scope, f"--as={RUNNER}", check=False)
     assert answer.strip() == ("yes" if allowed else "no")
+
+
+def _as_runner(local_env: LocalEnvironment, *args: str, manifest: dict[str, Any] | None = None) -> str:
+    """Run kubectl as the runner's ServiceAccount; its error output, empty when the request was allowed."""
+    kubectl = [str(local_env.config.bin_dir / "kubectl"), f"--kubeconfig={local_env.config.kubeconfig}"]
+    stdin = ["--filename=-"] if manifest else []
+    result = subprocess.run(
+        [*kubectl, f"--as={RUNNER}", *args, *stdin],
+        input=json.dumps(manifest) if manifest else None,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "" if result.returncode == 0 else result.stderr
+
+
+PROBE_CONTAINER = {"name": "probe", "image": "registry.k8s.io/pause:3.10.1"}
+
+
+def _job(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "probe", "namespace": namespace},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [PROBE_CONTAINER]}}},
+    }
+
+
+def _namespace_object(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+@pytest.mark.usefixtures("kai")
+def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
+    local_env: LocalEnvironment, api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """RBAC lets the runner create Jobs and delete namespaces and pods anywhere; its admission policy not.
+
+    Server-side dry runs, so the policy answers and nothing is created or deleted. ``namespace`` is an
+    ordinary one; the suite's namespaces carry ``app=engine-e2e``.
+    """
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
+    suite_namespace = f"kai-probe-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(_namespace_object(suite_namespace, {**SUITE_NAMESPACE_LABEL, TEST_LABEL: "true"}))
+    try:
+        dry_create = ("create", "--dry-run=server")
+        assert f"kai-scale-runner may not CREATE jobs in namespace {namespace}" in _as_runner(
+            local_env, *dry_create, manifest=_job(namespace)
+        )
+        assert _as_runner(local_env, *dry_create, manifest=_job(suite_namespace)) == ""
+        # Creating a namespace stays open (the stand-in suite's marker is one): nothing may run in it.
+        assert _as_runner(local_env, *dry_create, manifest=_namespace_object("kai-probe-new", {})) == ""
+        assert f"kai-scale-runner may not DELETE namespaces {namespace}" in _as_runner(
+            local_env, "delete", "namespace", namespace, "--dry-run=server"
+        )
+        assert _as_runner(local_env, "delete", "namespace", suite_namespace, "--dry-run=server") == ""
+
+        # A delete of a collection is checked for each pod it would remove.
+        unschedulable = {"nodeSelector": {"kai-scale.dev/nowhere": "true"}, "containers": [PROBE_CONTAINER]}
+        core.create_namespaced_pod(namespace, {"metadata": {"name": "bystander"}, "spec": unschedulable})
+        as_runner = client.ApiClient(api_client.configuration)
+        as_runner.set_default_header("Impersonate-User", RUNNER)
+        with pytest.raises(ApiException) as refused:
+            client.CoreV1Api(as_runner).delete_collection_namespaced_pod(namespace)
+        assert refused.value.status == 403
+        assert f"kai-scale-runner may not DELETE pods in namespace {namespace}" in str(refused.value.body)
+        assert core.read_namespaced_pod("bystander", namespace).metadata.deletion_timestamp is None
+        # The suite restarts KAI's scheduler by deleting its pods (consolidation spec); no other KAI pod.
+        kai_pods = client.CoreV1Api(as_runner)
+        kai_pods.delete_collection_namespaced_pod(
+            KAI_NAMESPACE, label_selector="app=kai-scheduler-default", dry_run="All"
+        )
+        with pytest.raises(ApiException) as refused:
+            kai_pods.delete_collection_namespaced_pod(
+                KAI_NAMESPACE, label_selector="app=binder", dry_run="All"
+            )
+        assert f"kai-scale-runner may not DELETE pods in namespace {KAI_NAMESPACE}" in str(refused.value.body)
+    finally:
+        core.delete_namespace(suite_namespace)
 
 
 STALE_CRD = {

@@ -6,6 +6,7 @@ re-runs the setup. Each returns the lines it logs, so the task log says what was
 
 from __future__ import annotations
 
+import copy
 import time
 import urllib.request
 from collections.abc import Callable
@@ -211,9 +212,25 @@ def install_kwok(
     return lines
 
 
-def prepare_runner_access(cluster: ClusterHook, *, include_dir: Path) -> list[str]:
-    """The runner pods' namespace, ServiceAccount and RBAC (include/manifests/runner-rbac.yaml)."""
-    return [f"applied {name}" for name in cluster.apply(load_manifest(include_dir, "runner-rbac.yaml"))]
+def prepare_runner_access(cluster: ClusterHook, *, include_dir: Path, namespace: str) -> list[str]:
+    """The runner pods' namespace, ServiceAccount, RBAC and admission policy (runner-rbac.yaml)."""
+    objects = in_runner_namespace(load_manifest(include_dir, "runner-rbac.yaml"), namespace)
+    return [f"applied {name}" for name in cluster.apply(objects)]
+
+
+def in_runner_namespace(objects: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """runner-rbac.yaml's objects moved to the deployment's runner namespace (KAI_SCALE_NAMESPACE)."""
+    moved = copy.deepcopy(objects)
+    for item in moved:
+        metadata = item["metadata"]
+        if item["kind"] == "Namespace":
+            metadata["name"] = namespace
+        elif "namespace" in metadata:
+            metadata["namespace"] = namespace
+        for subject in item.get("subjects", []):
+            if subject["kind"] == "ServiceAccount":
+                subject["namespace"] = namespace
+    return moved
 
 
 def size_node_pool(

@@ -58,9 +58,12 @@ def install_kwok(*, settings: PipelineSettings) -> list[str]:
 
 
 def prepare_runner_access(*, settings: PipelineSettings) -> list[str]:
-    """Namespace, ServiceAccount and RBAC of the runner pods."""
+    """Namespace, ServiceAccount, RBAC and admission policy of the runner pods."""
     return _on_cluster(
-        settings, lambda cluster: setup.prepare_runner_access(cluster, include_dir=settings.include_dir)
+        settings,
+        lambda cluster: setup.prepare_runner_access(
+            cluster, include_dir=settings.include_dir, namespace=settings.namespace
+        ),
     )
 
 
