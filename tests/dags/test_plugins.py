@@ -36,6 +36,10 @@ print(json.dumps({
     "plugins": sorted(plugin.name for plugin in plugins),
     "fastapi_apps": [app["url_prefix"] for plugin in plugins for app in plugin.fastapi_apps],
     "external_views": [view for plugin in plugins for view in plugin.external_views],
+    "middlewares": [
+        [entry["middleware"].__module__, entry["kwargs"]]
+        for plugin in plugins for entry in plugin.fastapi_root_middlewares
+    ],
     "web_modules": sorted(
         name for name in sys.modules
         if name.split(".")[0] in ("fastapi", "starlette") or name in WEB_APP_MODULES
@@ -75,6 +79,11 @@ def test_the_plugin_adds_the_trend_view_and_its_nav_entry_without_loading_the_we
         ("Scale tests", "scale-tests", "scale-tests/runs")
     ]
     assert loaded["web_modules"] == []
+
+
+def test_the_plugin_checks_the_nightly_dags_triggers() -> None:
+    loaded = _load_plugins(REPO / "plugins")
+    assert loaded["middlewares"] == [["kai_scale.trigger_guard", {"dag_id": "kai_scale_nightly"}]]
 
 
 def test_the_view_links_to_and_authorizes_by_the_dag_of_the_dags_folder() -> None:

@@ -2,9 +2,10 @@
 
 Airflow validates each known param against its schema when a run is triggered, but merges keys it
 does not know into the run unchecked (``SerializedParamsDict.deep_merge`` in Airflow 3.3), so a typo
-such as ``node_cout`` would run with the default. ``check_params`` validates the whole run conf
-against the same schema, closed to other keys, in the run's first task: before anything touches the
-cluster, the run fails naming the key.
+such as ``node_cout`` would run with the default. The API server refuses such a trigger
+(``kai_scale.trigger_guard``, through ``unknown_params_problem``); ``check_params`` validates the whole
+run conf against the same schema, closed to other keys, in the run's first task, for runs that did
+not come through the API: before anything touches the cluster, the run fails naming the key.
 """
 
 from __future__ import annotations
@@ -96,11 +97,19 @@ def conf_schema(*, scenario_names: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _message(error: jsonschema.ValidationError, known: Sequence[str]) -> str:
+def unknown_params_problem(conf: Mapping[str, Any]) -> str | None:
+    """What is wrong with a run conf's keys, naming those the DAG does not know; None when none."""
+    known = sorted(param_schema(scenario_names=(), enabled=()))
+    unknown = sorted(set(conf) - set(known))
+    if not unknown:
+        return None
+    return f"unknown param(s) {', '.join(map(repr, unknown))}; the DAG's params are {', '.join(known)}"
+
+
+def _message(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         instance: Mapping[str, Any] = error.instance  # type: ignore[assignment]  # the conf: an object
-        unknown = sorted(set(instance) - set(known))
-        return f"unknown param(s) {', '.join(map(repr, unknown))}; the DAG's params are {', '.join(known)}"
+        return unknown_params_problem(instance) or error.message
     where = "/".join(str(part) for part in error.absolute_path)
     return f"param '{where}': {error.message}" if where else error.message
 
@@ -111,8 +120,7 @@ def check_params(values: Mapping[str, Any], *, scenario_names: Sequence[str]) ->
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(dict(values)), key=lambda e: list(e.absolute_path))
     if errors:
-        known = sorted(schema["properties"])
-        raise ParamError("; ".join(_message(error, known) for error in errors))
+        raise ParamError("; ".join(_message(error) for error in errors))
     return RunParams(
         node_count=values["node_count"],
         scenarios=tuple(values["scenarios"]),
