@@ -20,6 +20,7 @@ from localenv.environment import LocalEnvironment
 from localenv.kai import NAMESPACE as KAI_NAMESPACE
 from tests.conftest import REPO
 from tests.integration.conftest import TEST_LABEL
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
@@ -119,8 +120,12 @@ def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
     core.create_namespace(_namespace_object(suite_namespace, {**SUITE_NAMESPACE_LABEL, TEST_LABEL: "true"}))
     try:
         dry_create = ("create", "--dry-run=server")
-        assert f"kai-scale-runner may not CREATE jobs in namespace {namespace}" in _as_runner(
-            local_env, *dry_create, manifest=_job(namespace)
+        refusal = f"kai-scale-runner may not CREATE jobs in namespace {namespace}"
+        # A new policy is in force once the API server has loaded it, a moment after it is created.
+        wait_for(
+            lambda: refusal in _as_runner(local_env, *dry_create, manifest=_job(namespace)),
+            timeout=30,
+            what="the runner's admission policy to refuse a Job outside the suite's namespaces",
         )
         assert _as_runner(local_env, *dry_create, manifest=_job(suite_namespace)) == ""
         # Creating a namespace stays open (the stand-in suite's marker is one): nothing may run in it.
