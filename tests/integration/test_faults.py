@@ -124,7 +124,7 @@ def test_the_s3_endpoint_hanging_while_publishing_loses_nothing(
     """Moto is frozen (SIGSTOP) for 60 s once the metrics are written, i.e. as publishing starts.
 
     Frozen rather than killed: its data lives in its memory. Requests hang until the client's read
-    timeout and are retried.
+    timeout (20 s) and are retried, each failed attempt logged.
     """
     include = include_dir_with(tmp_path, {"quick-suite": standin_scenario("pass")})
     s3 = local_env.s3_client()

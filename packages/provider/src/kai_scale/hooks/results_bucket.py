@@ -18,6 +18,9 @@ MAX_PRESIGN_SECONDS = 7 * 24 * 3600
 # S3 answers a lost conditional write with 412, or 409 when two conditional writes overlap.
 CONDITION_FAILED_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 NOT_FOUND_CODES = ("NoSuchKey", "404", "NotFound")
+# Per attempt; the standard retry mode then backs off and tries again.
+CONNECT_TIMEOUT_SECONDS = 10
+READ_TIMEOUT_SECONDS = 20
 # What S3 answers a GET with If-None-Match when the object still has that ETag.
 NOT_MODIFIED_CODES = ("304", "NotModified")
 
@@ -77,7 +80,13 @@ class ResultsBucketHook(BaseHook):
         from botocore.config import Config  # noqa: PLC0415
 
         config = Config(
-            signature_version="s3v4", retries={"total_max_attempts": self.max_attempts, "mode": "standard"}
+            signature_version="s3v4",
+            retries={"total_max_attempts": self.max_attempts, "mode": "standard"},
+            # botocore waits 60 s for a silent endpoint: a hang as long is then waited out in one
+            # attempt, unseen. The objects are small, so a request that hears nothing for
+            # READ_TIMEOUT_SECONDS is given up and retried (and logged).
+            connect_timeout=CONNECT_TIMEOUT_SECONDS,
+            read_timeout=READ_TIMEOUT_SECONDS,
         )
         client = S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
         client.meta.events.register("needs-retry.s3", self._log_failed_attempt)
