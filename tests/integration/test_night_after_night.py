@@ -91,6 +91,18 @@ def _night(dag: Any, local_env: LocalEnvironment) -> str:
         "the runner image built from docker/runner/Dockerfile, with KAI's compiled suite"
     )
     assert metadata["kwok_node_count"] == NODE_COUNT
+    built = local_env.built_images()
+    kai_images = metadata["kai_images"]
+    # What KAI's operator deployed, read from the cluster: every service, each of this build's images.
+    assert {"kai-scheduler-default", "binder", "pod-grouper", "queue-controller"} <= set(kai_images), (
+        kai_images
+    )
+    assert all(
+        image.startswith(built.kai_image_repository) and image.endswith(f":{built.kai_image_tag}")
+        for images in kai_images.values()
+        for image in images
+    ), kai_images
+    assert metadata["kubernetes_version"] == "v1.34.4"
     results = published["results"]["results"]
     assert results["status"] == "success"
     skipped = {test["test_name"] for test in results["tests"] if test["status"] == "skipped"}

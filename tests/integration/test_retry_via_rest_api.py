@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +237,12 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
         (k, v["state"]) for k, v in first.items() if k.startswith("run")
     ]
     assert (first["run_flaky"]["state"], first["run_steady"]["state"]) == ("failed", "success")
+    # The scheduler ran them one at a time, in the order of their names (README, Reliability).
+    flaky_end, steady_start = first["run_flaky"]["end_date"], first["run_steady"]["start_date"]
+    assert datetime.fromisoformat(flaky_end) <= datetime.fromisoformat(steady_start), (
+        flaky_end,
+        steady_start,
+    )
     pipeline_run_id = _summary(airflow_api, run_id)["run_id"]
     before = published_run(pipeline_run_id)
     assert [(e["status"], e["airflow_run_id"]) for e in before["entries"]] == [("failure", run_id)]
