@@ -128,8 +128,28 @@ def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
             what="the runner's admission policy to refuse a Job outside the suite's namespaces",
         )
         assert _as_runner(local_env, *dry_create, manifest=_job(suite_namespace)) == ""
-        # Creating a namespace stays open (the stand-in suite's marker is one): nothing may run in it.
+        # Creating a namespace stays open (the stand-in suite's marker is one), labelled as the suite's
+        # too: what runs there is held to plain pods.
         assert _as_runner(local_env, *dry_create, manifest=_namespace_object("kai-probe-new", {})) == ""
+        privileged = _job(suite_namespace)
+        privileged["spec"]["template"]["spec"]["containers"] = [
+            {**PROBE_CONTAINER, "securityContext": {"privileged": True}}
+        ]
+        assert "kai-scale-runner may create only plain pods (jobs probe" in _as_runner(
+            local_env, *dry_create, manifest=privileged
+        )
+        host_path = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "probe", "namespace": "kai-scale"},
+            "spec": {
+                "containers": [PROBE_CONTAINER],
+                "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+            },
+        }
+        assert "kai-scale-runner may create only plain pods (pods probe" in _as_runner(
+            local_env, *dry_create, manifest=host_path
+        )
         assert f"kai-scale-runner may not DELETE namespaces {namespace}" in _as_runner(
             local_env, "delete", "namespace", namespace, "--dry-run=server"
         )
@@ -157,6 +177,54 @@ def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
         assert f"kai-scale-runner may not DELETE pods in namespace {KAI_NAMESPACE}" in str(refused.value.body)
     finally:
         core.delete_namespace(suite_namespace)
+
+
+def test_the_runner_deletes_only_the_suites_cluster_wide_objects(
+    local_env: LocalEnvironment, api_client: client.ApiClient
+) -> None:
+    """PriorityClasses stand for the cluster-wide kinds the suite bulk-deletes by its label."""
+    with ClusterHook(conn_id="kubernetes_default") as cluster:
+        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
+    probe = f"kai-probe-{uuid.uuid4().hex[:8]}"
+    classes = {
+        f"{probe}-other": {TEST_LABEL: "true"},
+        f"{probe}-suite": {**SUITE_NAMESPACE_LABEL, TEST_LABEL: "true"},
+    }
+    for name, labels in classes.items():
+        priority_class = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name, "labels": labels},
+            "value": 1,
+        }
+        local_env.kubectl("create", "--filename=-", input_text=json.dumps(priority_class))
+    as_runner = client.ApiClient(api_client.configuration)
+    as_runner.set_default_header("Impersonate-User", RUNNER)
+    scheduling = client.SchedulingV1Api(as_runner)
+
+    def delete(name: str) -> None:
+        # How the suite deletes them (its RBAC grants nothing else): a collection, here of one.
+        scheduling.delete_collection_priority_class(field_selector=f"metadata.name={name}", dry_run="All")
+
+    def refused() -> str:
+        try:
+            delete(f"{probe}-other")
+        except ApiException as error:
+            return str(error.body)
+        return ""
+
+    try:
+        wait_for(
+            lambda: (
+                f"kai-scale-runner may not DELETE priorityclasses {probe}-other: only those of KAI's suite"
+                in refused()
+            ),
+            timeout=30,
+            what="the runner's admission policy to refuse deleting a PriorityClass not of the suite",
+        )
+        delete(f"{probe}-suite")
+    finally:
+        local_env.kubectl("delete", "priorityclass", *classes, "--ignore-not-found")
 
 
 STALE_CRD = {
