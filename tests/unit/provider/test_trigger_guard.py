@@ -27,8 +27,8 @@ class AirflowApiStandIn:
         await send({"type": "http.response.body", "body": body})
 
 
-def _request(method: str, path: str, chunks: list[bytes]) -> tuple[int, bytes]:
-    scope = {"type": "http", "method": method, "path": path}
+def _request(method: str, path: str, chunks: list[bytes], root_path: str = "") -> tuple[int, bytes]:
+    scope = {"type": "http", "method": method, "path": root_path + path, "root_path": root_path}
     incoming = [
         {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
         for i, chunk in enumerate(chunks)
@@ -45,13 +45,25 @@ def _request(method: str, path: str, chunks: list[bytes]) -> tuple[int, bytes]:
     return int(sent[0]["status"]), b"".join(m.get("body", b"") for m in sent[1:])
 
 
-def test_a_trigger_with_an_unknown_key_is_refused_naming_it() -> None:
-    status, body = _request(
-        "POST", TRIGGER, [json.dumps({"conf": {"node_cout": 50, "scenarios": ["x"]}}).encode()]
-    )
+@pytest.mark.parametrize("root_path", ["", "/airflow"])  # [api] base_url with a path: Airflow's root_path
+def test_a_trigger_with_an_unknown_key_is_refused_naming_it(root_path: str) -> None:
+    request = json.dumps({"conf": {"node_cout": 50, "scenarios": ["x"]}}).encode()
+    status, body = _request("POST", TRIGGER, [request], root_path=root_path)
     assert status == 400
     known = "kai_ref, node_count, runner_tag, scenarios"
     assert json.loads(body) == {"detail": f"unknown param(s) 'node_cout'; the DAG's params are {known}"}
+
+
+@pytest.mark.parametrize("path", ["/api/v2/backfills", "/api/v2/backfills/dry_run"])
+def test_a_backfill_of_the_dag_with_an_unknown_key_is_refused(path: str) -> None:
+    backfill = {
+        "dag_id": "kai_scale_nightly",
+        "from_date": "2026-11-01T00:00:00Z",
+        "dag_run_conf": {"nodes": 5},
+    }
+    status, body = _request("POST", path, [json.dumps(backfill).encode()])
+    assert status == 400
+    assert json.loads(body)["detail"].startswith("unknown param(s) 'nodes'")
 
 
 @pytest.mark.parametrize(
@@ -68,6 +80,11 @@ def test_other_requests_reach_airflow_with_their_body_whole(method: str, path: s
     # Sent in two chunks, as a server may deliver it: Airflow must get every byte.
     status, echoed = _request(method, path, [body[:10], body[10:]])
     assert (status, echoed) == (200, body)
+
+
+def test_another_dags_backfill_reaches_airflow() -> None:
+    backfill = json.dumps({"dag_id": "another_dag", "dag_run_conf": {"anything": 1}}).encode()
+    assert _request("POST", "/api/v2/backfills", [backfill]) == (200, backfill)
 
 
 def test_a_body_that_is_not_json_is_left_to_airflow() -> None:
