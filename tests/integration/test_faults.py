@@ -116,6 +116,12 @@ def test_the_api_server_restarting_mid_scenario_loses_nothing(
     published = published_run(summary["run_id"])
     assert published["results"]["results"]["status"] == "success"
     assert len(published["entries"]) == 1
+    output = capfd.readouterr()
+    assert re.search(
+        r"Retrying \S+PodManager\.read_pod in \d+ seconds as it raised KubernetesApiException: There was an "
+        r"error reading the kubernetes API",
+        output.out + output.err,
+    ), "the task's log says the API server could not be reached while it waited"
 
 
 def test_the_s3_endpoint_hanging_while_publishing_loses_nothing(
