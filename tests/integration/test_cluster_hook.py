@@ -179,10 +179,14 @@ def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
         core.delete_namespace(suite_namespace)
 
 
+@pytest.mark.usefixtures("kai")
 def test_the_runner_deletes_only_the_suites_cluster_wide_objects(
     local_env: LocalEnvironment, api_client: client.ApiClient
 ) -> None:
-    """PriorityClasses stand for the cluster-wide kinds the suite bulk-deletes by its label."""
+    """PriorityClasses stand for the cluster-wide kinds the suite bulk-deletes by its label.
+
+    Queues are the exception: the suite's cleanup deletes every Queue, KAI's default ones included.
+    """
     with ClusterHook(conn_id="kubernetes_default") as cluster:
         cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
     probe = f"kai-probe-{uuid.uuid4().hex[:8]}"
@@ -223,6 +227,9 @@ def test_the_runner_deletes_only_the_suites_cluster_wide_objects(
             what="the runner's admission policy to refuse deleting a PriorityClass not of the suite",
         )
         delete(f"{probe}-suite")
+        client.CustomObjectsApi(as_runner).delete_cluster_custom_object(
+            "scheduling.run.ai", "v2", "queues", "default-queue", dry_run="All"
+        )
     finally:
         local_env.kubectl("delete", "priorityclass", *classes, "--ignore-not-found")
 
