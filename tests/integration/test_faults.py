@@ -91,7 +91,11 @@ def restart_api_server(local_env: LocalEnvironment, *, down_seconds: float) -> N
 
 
 def test_the_api_server_restarting_mid_scenario_loses_nothing(
-    tmp_path: Path, local_env: LocalEnvironment, core: client.CoreV1Api, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    local_env: LocalEnvironment,
+    core: client.CoreV1Api,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     include = include_dir_with(tmp_path, {"long-suite": standin_scenario("slow", STANDIN_SECONDS="60")})
 
@@ -116,16 +120,19 @@ def test_the_api_server_restarting_mid_scenario_loses_nothing(
     published = published_run(summary["run_id"])
     assert published["results"]["results"]["status"] == "success"
     assert len(published["entries"]) == 1
-    output = capfd.readouterr()
-    assert re.search(
+    assert _logged(
+        capfd,
+        caplog,
         r"Retrying \S+PodManager\.read_pod in \d+ seconds as it raised KubernetesApiException: There was an "
         r"error reading the kubernetes API",
-        output.out + output.err,
     ), "the task's log says the API server could not be reached while it waited"
 
 
 def test_the_s3_endpoint_hanging_while_publishing_loses_nothing(
-    tmp_path: Path, local_env: LocalEnvironment, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    local_env: LocalEnvironment,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Moto is frozen (SIGSTOP) for 60 s once the metrics are written, i.e. as publishing starts.
 
@@ -162,11 +169,30 @@ def test_the_s3_endpoint_hanging_while_publishing_loses_nothing(
     published = published_run(summary["run_id"])
     assert published["results"]["results"]["status"] == "success"
     assert len(published["entries"]) == 1, "one entry per run, however many retries it took"
-    output = capfd.readouterr()
-    log = output.out + output.err
-    assert re.search(
-        r"S3 \w+ in s3://kai-scale-results failed on attempt 1 of at most 8 \(\w*Timeout", log
+    assert _logged(
+        capfd, caplog, r"S3 \w+ in s3://kai-scale-results failed on attempt 1 of at most 8 \(\w*Timeout"
     ), "the task's log says which request timed out"
+
+
+def _logged(capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, pattern: str) -> bool:
+    """Whether the tasks' log says ``pattern``, waiting for lines that come late.
+
+    The log is dag.test's stdout and stderr, and the records of loggers that propagate (the pod
+    operator's retries reach only those).
+    """
+    log = ""
+
+    def says() -> bool:
+        nonlocal log
+        output = capfd.readouterr()
+        log += output.out + output.err
+        return re.search(pattern, log + caplog.text) is not None
+
+    try:
+        wait_for(says, timeout=30, what=f"the log to say {pattern!r}", interval=1)
+    except AssertionError:
+        return False
+    return True
 
 
 def _summary(dag_run: Any) -> dict[str, Any]:
