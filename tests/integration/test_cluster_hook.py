@@ -47,6 +47,8 @@ def test_waiting_for_nodes_lists_once_then_watches(local_env: LocalEnvironment) 
 
 
 RUNNER = "system:serviceaccount:kai-scale:kai-scale-runner"
+# A Queue's share of a resource with neither quota nor limit, as KAI's suite writes it (queue.go).
+UNLIMITED = {"quota": -1, "overQuotaWeight": 1, "limit": -1}
 # What KAI's suite labels each namespace it creates with (test/e2e/modules/resources/rd/namespace.go).
 SUITE_NAMESPACE_LABEL = {"app": "engine-e2e"}
 
@@ -202,6 +204,13 @@ def test_the_runner_deletes_only_the_suites_cluster_wide_objects(
             "value": 1,
         }
         local_env.kubectl("create", "--filename=-", input_text=json.dumps(priority_class))
+    queue = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": f"{probe}-queue", "labels": {TEST_LABEL: "true"}},
+        "spec": {"resources": dict.fromkeys(("gpu", "cpu", "memory"), UNLIMITED)},
+    }
+    local_env.kubectl("create", "--filename=-", input_text=json.dumps(queue))
     as_runner = client.ApiClient(api_client.configuration)
     as_runner.set_default_header("Impersonate-User", RUNNER)
     scheduling = client.SchedulingV1Api(as_runner)
@@ -227,11 +236,13 @@ def test_the_runner_deletes_only_the_suites_cluster_wide_objects(
             what="the runner's admission policy to refuse deleting a PriorityClass not of the suite",
         )
         delete(f"{probe}-suite")
+        # A Queue without the suite's label, as KAI's default ones are: the suite's cleanup deletes it.
         client.CustomObjectsApi(as_runner).delete_cluster_custom_object(
-            "scheduling.run.ai", "v2", "queues", "default-queue", dry_run="All"
+            "scheduling.run.ai", "v2", "queues", f"{probe}-queue", dry_run="All"
         )
     finally:
         local_env.kubectl("delete", "priorityclass", *classes, "--ignore-not-found")
+        local_env.kubectl("delete", "queues.scheduling.run.ai", f"{probe}-queue", "--ignore-not-found")
 
 
 STALE_CRD = {

@@ -15,14 +15,17 @@ from typing import Any
 import pytest
 
 from kai_scale.hooks.results_bucket import ObjectChanged, ResultsBucketHook
-from kai_scale.object_keys import manifest_key
+from kai_scale.object_keys import manifest_key, published_keys
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
+
+S3_DOWN_SECONDS = 60
 
 
 def _store() -> ResultsBucketHook:
@@ -175,11 +178,12 @@ class _FlakyS3(http.server.BaseHTTPRequestHandler):
 
     upstream = ""
     requests = 0
+    fails_every_other = True
 
     def _handle(self) -> None:
         type(self).requests += 1
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if type(self).requests % 2:
+        if self.fails_every_other and type(self).requests % 2:
             self.send_response(503)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -224,6 +228,67 @@ def test_transient_s3_errors_are_retried(
     assert _FlakyS3.requests >= 10, "every request went through the flaky endpoint"
     assert "failed on attempt 1 of at most 8 (HTTP 503)" in capfd.readouterr().out, "the log says what failed"
     assert [run["run_id"] for run in _manifest(_store(), prefix)["runs"]] == ["r1"]
+
+
+class _S3Relay(_FlakyS3):
+    """Forwards every request to the local S3 endpoint: the endpoint as a client sees it, that can go down."""
+
+    fails_every_other = False
+
+
+def test_an_s3_endpoint_down_for_a_minute_loses_nothing(
+    prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    airflow_on_local_env: dict[str, str],
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Connections are refused for 60 s from the start of publishing: nothing listens on the relay's port.
+
+    A publish that gives up meanwhile is published again once the endpoint is back, as clearing
+    publish_results does. Either way the run ends published once, whole.
+    """
+    _S3Relay.upstream = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])["extra"]["endpoint_url"]
+    # Bound, not listening: the port is held and every connection to it is refused until activated.
+    relay = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _S3Relay, bind_and_activate=False)
+    relay.server_bind()
+    connection = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])
+    connection["extra"]["endpoint_url"] = f"http://127.0.0.1:{relay.server_port}"
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_RELAY", json.dumps(connection))
+    store = ResultsBucketHook(aws_conn_id="aws_relay", bucket=localenv_settings.DEFAULT_BUCKET)
+    back: list[bool] = []
+
+    def come_back() -> None:
+        relay.server_activate()
+        threading.Thread(target=relay.serve_forever, daemon=True).start()
+        back.append(True)
+
+    timer = threading.Timer(S3_DOWN_SECONDS, come_back)
+    timer.start()
+    failures: list[str] = []  # each publish that gave up, and whether the endpoint was back by then
+    try:
+        while True:
+            try:
+                _publish(store, prefix, "r1")
+                break
+            except PublishError as error:
+                failures.append(f"{'up' if back else 'down'}: {error}")
+                if back:
+                    break
+                wait_for(lambda: bool(back), timeout=S3_DOWN_SECONDS + 30, what="the S3 endpoint to be back")
+    finally:
+        timer.cancel()
+        timer.join()
+        if back:
+            relay.shutdown()
+        relay.server_close()
+    assert len(failures) <= 1, failures
+    assert all(f.startswith("down:") and "manifest entry was not written" in f for f in failures), failures
+    output = capfd.readouterr()
+    assert "failed on attempt 1 of at most 8 (EndpointConnectionError" in output.out + output.err
+    assert [run["run_id"] for run in _manifest(_store(), prefix)["runs"]] == ["r1"]
+    keys = published_keys(prefix=prefix, run_id="r1")
+    for key in (keys.results, keys.ginkgo_report, keys.metrics, keys.verdicts):
+        assert _store().read_text(key) is not None, key
 
 
 def _fill(seconds: float) -> list[dict[str, Any]]:
