@@ -206,6 +206,21 @@ class _FlakyS3(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def _local_endpoint(airflow_env: dict[str, str]) -> str:
+    """The local S3 endpoint's URL, from the local environment's AWS connection."""
+    return str(json.loads(airflow_env["AIRFLOW_CONN_AWS_DEFAULT"])["extra"]["endpoint_url"])
+
+
+def _store_through(
+    port: int, airflow_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> ResultsBucketHook:
+    """The results bucket through a stand-in endpoint on ``port`` (connection ``aws_relay``)."""
+    connection = json.loads(airflow_env["AIRFLOW_CONN_AWS_DEFAULT"])
+    connection["extra"]["endpoint_url"] = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_RELAY", json.dumps(connection))
+    return ResultsBucketHook(aws_conn_id="aws_relay", bucket=localenv_settings.DEFAULT_BUCKET)
+
+
 def test_transient_s3_errors_are_retried(
     prefix: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -213,14 +228,11 @@ def test_transient_s3_errors_are_retried(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     """Every other request fails with 503 (an S3 endpoint under load); the publish still completes."""
-    _FlakyS3.upstream = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])["extra"]["endpoint_url"]
+    _FlakyS3.upstream = _local_endpoint(airflow_on_local_env)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FlakyS3)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        flaky = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])
-        flaky["extra"]["endpoint_url"] = f"http://127.0.0.1:{server.server_port}"
-        monkeypatch.setenv("AIRFLOW_CONN_AWS_FLAKY", json.dumps(flaky))
-        store = ResultsBucketHook(aws_conn_id="aws_flaky", bucket=localenv_settings.DEFAULT_BUCKET)
+        store = _store_through(server.server_port, airflow_on_local_env, monkeypatch)
         _publish(store, prefix, "r1")
     finally:
         server.shutdown()
@@ -247,14 +259,11 @@ def test_an_s3_endpoint_down_for_a_minute_loses_nothing(
     A publish that gives up meanwhile is published again once the endpoint is back, as clearing
     publish_results does. Either way the run ends published once, whole.
     """
-    _S3Relay.upstream = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])["extra"]["endpoint_url"]
+    _S3Relay.upstream = _local_endpoint(airflow_on_local_env)
     # Bound, not listening: the port is held and every connection to it is refused until activated.
     relay = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _S3Relay, bind_and_activate=False)
     relay.server_bind()
-    connection = json.loads(airflow_on_local_env["AIRFLOW_CONN_AWS_DEFAULT"])
-    connection["extra"]["endpoint_url"] = f"http://127.0.0.1:{relay.server_port}"
-    monkeypatch.setenv("AIRFLOW_CONN_AWS_RELAY", json.dumps(connection))
-    store = ResultsBucketHook(aws_conn_id="aws_relay", bucket=localenv_settings.DEFAULT_BUCKET)
+    store = _store_through(relay.server_port, airflow_on_local_env, monkeypatch)
     back: list[bool] = []
 
     def come_back() -> None:
