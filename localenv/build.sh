@@ -4,7 +4,6 @@
 #
 # Usage: localenv/build.sh            build what is missing, print the bin directory
 # Env:   KAI_LOCALENV_CACHE           cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
-#        KAI_LOCALENV_BUILD_JOBS      builds run side by side (default 3; localenv/steps.sh)
 set -euo pipefail
 # Each component is built inside $(...), where bash would otherwise turn errexit off.
 shopt -s inherit_errexit
@@ -38,7 +37,7 @@ export GOTOOLCHAIN=local
 export CGO_ENABLED=0
 
 fail() {
-  if [[ -n "${step_failure:-}" ]]; then echo "$*" >"$step_failure"; else echo "localenv build: $*" >&2; fi
+  echo "localenv build: $*" >&2
   exit 1
 }
 
@@ -68,10 +67,7 @@ cached_build() { # <name> <version> <dir> <binary the dir must hold> <command...
   if [[ ! -x "$dir/$binary" ]]; then
     echo "building $name $version (log: $log)" >&2
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    # A build stopped because another failed (localenv/steps.sh) leaves no half-built directory either.
-    trap "rm -rf '$dir.tmp'; exit 143" TERM
     "$@" >"$log" 2>&1 || { rm -rf "$dir.tmp"; fail "building $name $version failed; see $log"; }
-    trap - TERM
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   echo "$dir"
@@ -87,7 +83,8 @@ go_build_in() { # <wrapper> <go build arguments...>: builds within the wrapper m
 }
 
 build_kubernetes() {
-  local version="$KUBERNETES_VERSION" dir minor ldflags="" pkg
+  local version dir minor ldflags="" pkg
+  version="$(module_version kubernetes k8s.io/kubernetes)"
   dir="$(wrapper_dir kubernetes "$version")"
   minor="${version#v1.}"
   minor="${minor%%.*}"
@@ -104,14 +101,16 @@ build_kubernetes() {
 }
 
 build_etcd() {
-  local version="$ETCD_VERSION" dir
+  local version dir
+  version="$(module_version etcd go.etcd.io/etcd/server/v3)"
   dir="$(wrapper_dir etcd "$version")"
   cached_build etcd "$version" "$dir" etcd \
     go_build_in etcd -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3
 }
 
 build_prometheus() {
-  local version="$PROMETHEUS_VERSION" dir minor patch release pkg=github.com/prometheus/common/version
+  local version dir minor patch release pkg=github.com/prometheus/common/version
+  version="$(module_version prometheus github.com/prometheus/prometheus)"
   dir="$(wrapper_dir prometheus "$version")"
   # Module v0.3XX.Y is Prometheus 3.XX.Y; kwokctl reads the release from --version.
   minor="${version#v0.}"
@@ -139,7 +138,7 @@ build_helm() {
   cached_build helm "$HELM_VERSION" "$dir" helm \
     env GOBIN="$dir.tmp" go install -trimpath \
     -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >/dev/null
   # Not in bin/current: a worker without helm is the local environment's default; tests opt in.
   ln -sfn "$dir" "$cache_root/bin/helm"
 }
@@ -194,8 +193,9 @@ build_cni_plugins() {
 # Kubernetes' pause, from build/pause/linux/pause.c of the pinned kubernetes module, as its Makefile
 # builds it (static, -Os).
 build_pause() {
-  local dir source
-  source="$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBERNETES_VERSION/build/pause/linux/pause.c"
+  local version dir source
+  version="$(module_version kubernetes k8s.io/kubernetes)"
+  source="$(go env GOMODCACHE)/k8s.io/kubernetes@$version/build/pause/linux/pause.c"
   [[ -f "$source" ]] || fail "$source not found: build the kubernetes binaries first"
   command -v gcc >/dev/null 2>&1 || fail "no C compiler for the pause image: apt-get install gcc libc6-dev"
   dir="$cache_root/bin/pause-$PAUSE_VERSION"
@@ -203,42 +203,30 @@ build_pause() {
     gcc -Os -Wall -Werror -static "-DVERSION=v$PAUSE_VERSION-kai-scale" -o "$dir.tmp/pause" "$source"
 }
 
-# shellcheck source=localenv/steps.sh
-source "$here/steps.sh"
-
-# The wrapper modules' pins, read before any build starts.
-KUBERNETES_VERSION="$(module_version kubernetes k8s.io/kubernetes)"
-ETCD_VERSION="$(module_version etcd go.etcd.io/etcd/server/v3)"
-PROMETHEUS_VERSION="$(module_version prometheus github.com/prometheus/prometheus)"
-require_debian_packages
-# The longest first, so the short ones fill the gaps at the end.
-start_step kubernetes build_kubernetes
-start_step coredns build_go_packages coredns "$COREDNS_VERSION" coredns github.com/coredns/coredns ""
-start_step prometheus build_prometheus
-start_step kwok build_kwok
-start_step registry build_go_packages registry "$REGISTRY_VERSION" registry \
-  github.com/distribution/distribution/v3 cmd/registry
-start_step helm build_helm
-start_step containerd build_containerd
-start_step etcd build_etcd
-start_step runc build_runc
-start_step crane build_go_packages crane "$CRANE_VERSION" crane github.com/google/go-containerregistry cmd/crane
-start_step cni build_cni_plugins
-await_steps
-# pause.c comes with the kubernetes module, downloaded by its build.
-pause_dir="$(build_pause)"
-
 # One directory of links, so the rest of the environment needs a single path.
 bin_dir="$cache_root/bin/current"
+require_debian_packages
+kubernetes_dir="$(build_kubernetes)"
+etcd_dir="$(build_etcd)"
+prometheus_dir="$(build_prometheus)"
+kwok_dir="$(build_kwok)"
+coredns_dir="$(build_go_packages coredns "$COREDNS_VERSION" coredns github.com/coredns/coredns "")"
+cni_dir="$(build_cni_plugins)"
+pause_dir="$(build_pause)"
+containerd_dir="$(build_containerd)"
+runc_dir="$(build_runc)"
+registry_dir="$(build_go_packages registry "$REGISTRY_VERSION" registry \
+  github.com/distribution/distribution/v3 cmd/registry)"
+crane_dir="$(build_go_packages crane "$CRANE_VERSION" crane github.com/google/go-containerregistry cmd/crane)"
+build_helm
 mkdir -p "$bin_dir"
-for component in kubernetes etcd prometheus kwok registry crane containerd runc; do
-  for binary in "$(step_output "$component")"/*; do
-    ln -sfn "$binary" "$bin_dir/$(basename "$binary")"
-  done
+for binary in "$kubernetes_dir"/* "$etcd_dir"/* "$prometheus_dir"/* "$kwok_dir"/* "$registry_dir"/* \
+  "$crane_dir"/* "$containerd_dir"/* "$runc_dir"/*; do
+  ln -sfn "$binary" "$bin_dir/$(basename "$binary")"
 done
 # containerd is given the plugins' directory; the images' binaries are not for this machine's PATH.
-ln -sfn "$(step_output cni)" "$bin_dir/cni"
+ln -sfn "$cni_dir" "$bin_dir/cni"
 mkdir -p "$bin_dir/images"
 ln -sfn "$pause_dir/pause" "$bin_dir/images/pause"
-ln -sfn "$(step_output coredns)/coredns" "$bin_dir/images/coredns"
+ln -sfn "$coredns_dir/coredns" "$bin_dir/images/coredns"
 echo "$bin_dir"

@@ -59,7 +59,7 @@ CA_BUNDLE="/etc/ssl/certs/ca-certificates.crt"
 export GOTOOLCHAIN=local
 
 fail() {
-  if [[ -n "${step_failure:-}" ]]; then echo "$*" >"$step_failure"; else echo "localenv images: $*" >&2; fi
+  echo "localenv images: $*" >&2
   exit 1
 }
 
@@ -110,10 +110,7 @@ cached_step() { # <name> <dir> <file the dir must hold> <command...>
   if [[ ! -e "$dir/$file" ]]; then
     echo "building $name (log: $log)" >&2
     rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    # A step stopped because another failed (localenv/steps.sh) leaves no half-built directory either.
-    trap "rm -rf '$dir.tmp'; exit 143" TERM
     "$@" >"$log" 2>&1 || { rm -rf "$dir.tmp"; fail "building $name failed; see $log"; }
-    trap - TERM
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
     echo "built $name in $((SECONDS - started)) s" >&2
   fi
@@ -351,19 +348,16 @@ check_kai_source() { # <KAI source dir>
     fail "$KAI_SOURCE is not a KAI source tree: no ${missing[*]} in $1 (KAI_SOURCE must be a KAI checkout or a \`git archive\` of one)"
 }
 
-kai_binaries() { # <KAI source dir> <commit>: prints their directory
-  local binaries tag="${2:0:12}" ldflags
+kai_images() { # <KAI source dir> <commit>
+  local binaries base service tag="${2:0:12}" ldflags
   ldflags="-s -w -X $KAI_VERSION_PKG.gitCommit=$2 -X $KAI_VERSION_PKG.gitVersion=$tag"
   ldflags+=" -X $KAI_VERSION_PKG.gitTreeState=clean -X $KAI_VERSION_PKG.buildDate=1970-01-01T00:00:00Z"
+  [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
   binaries="$images_root/kai-bin/$tag-$(go env GOVERSION)"
   go_binaries "kai-services-$tag" "$1" "$binaries" "$ldflags" "${KAI_SERVICES[@]/#/./cmd/}"
-  echo "$binaries"
-}
-
-kai_images() { # <KAI source dir> <commit> <binaries> <base>
-  local binaries="$3" base="$4" service tag="${2:0:12}"
   # The hook image's kubectl: the one localenv/build.sh built from the Kubernetes module.
   cp -L "$cache_root/bin/current/kubectl" "$binaries/kubectl"
+  base="$(minimal_base)"
   local contexts=(--build-context "kai-source=$1" --build-context "kai-bin=$binaries" --build-arg "BASE_IMAGE=$base")
   for service in "${KAI_SERVICES[@]}"; do
     project_image kai service "$KAI_IMAGE_REPOSITORY/$service:$tag" "${contexts[@]}" --build-arg "SERVICE=$service"
@@ -390,29 +384,21 @@ module_dir() { # <module> <version>: its directory in the module cache, download
   echo "$dir"
 }
 
-# Built inside the module cache: `go install` refuses kube-rbac-proxy (its replace directives, and the
-# proxy answers 403 for its version list), a build in its own module does not.
-kwok_operator_binaries() { # prints their directory
-  local source binaries
+kwok_operator_images() {
+  local source binaries base
+  base="$(minimal_base)"
+  # Built inside the module cache: `go install` refuses kube-rbac-proxy (its replace directives, and
+  # the proxy answers 403 for its version list), a build in its own module does not.
   source="$(module_dir "$KWOK_OPERATOR_MODULE" "$KWOK_OPERATOR_VERSION")"
   binaries="$images_root/kwok-operator-bin/${KWOK_OPERATOR_VERSION##*-}-$(go env GOVERSION)"
   go_binaries "kwok-operator-${KWOK_OPERATOR_VERSION##*-}" "$source" "$binaries" "-s -w" ./cmd
-  echo "$binaries"
-}
-
-kube_rbac_proxy_binaries() { # prints their directory
-  local source binaries
+  project_image kwok-operator manager "$KWOK_OPERATOR_IMAGE" --build-context "bin=$binaries" \
+    --build-arg "BASE_IMAGE=$base"
   source="$(module_dir "$KUBE_RBAC_PROXY_MODULE" "$KUBE_RBAC_PROXY_VERSION")"
   binaries="$images_root/kube-rbac-proxy-bin/$KUBE_RBAC_PROXY_VERSION-$(go env GOVERSION)"
   go_binaries "kube-rbac-proxy-$KUBE_RBAC_PROXY_VERSION" "$source" "$binaries" "-s -w" ./cmd/kube-rbac-proxy
-  echo "$binaries"
-}
-
-kwok_operator_images() { # <kwok-operator's binaries> <kube-rbac-proxy's binaries> <base>
-  project_image kwok-operator manager "$KWOK_OPERATOR_IMAGE" --build-context "bin=$1" \
-    --build-arg "BASE_IMAGE=$3"
   project_image kwok-operator kube-rbac-proxy "gcr.io/kubebuilder/kube-rbac-proxy:$KUBE_RBAC_PROXY_VERSION" \
-    --build-context "bin=$2" --build-arg "BASE_IMAGE=$3"
+    --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
 }
 
 # --- The monitoring chart's images, from Go modules ---
@@ -454,9 +440,10 @@ version_ldflags() { # <version> <module version>
   echo "-s -w -X $pkg.Version=$1 -X $pkg.Revision=$2 -X $pkg.Branch=release"
 }
 
-prometheus_operator_binaries() { # prints their directory
-  local module source binaries nested=() path
-  # (Each module's directory is assigned first: a failed download then stops the step.)
+monitoring_images() {
+  local base module source binaries nested=() path target
+  base="$(minimal_base)"
+  # (Each module's directory is assigned first: a failed download then stops the script.)
   module="$(module_dir "$PROMETHEUS_OPERATOR_MODULE" "$PROMETHEUS_OPERATOR_VERSION")"
   for path in "${PROMETHEUS_OPERATOR_SUBMODULES[@]}"; do
     nested+=("$path=$(module_dir "$PROMETHEUS_OPERATOR_MODULE/$path" "$PROMETHEUS_OPERATOR_VERSION")")
@@ -468,44 +455,27 @@ prometheus_operator_binaries() { # prints their directory
   go_binaries "prometheus-operator-$PROMETHEUS_OPERATOR_VERSION" "$source" "$binaries" \
     "$(version_ldflags "${PROMETHEUS_OPERATOR_VERSION#v}" "$PROMETHEUS_OPERATOR_VERSION")" \
     ./cmd/prometheus-config-reloader ./cmd/operator
-  echo "$binaries"
-}
-
-prometheus_binaries() { # prints their directory
-  local source binaries
+  for target in prometheus-operator prometheus-config-reloader; do
+    project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
+      --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
+  done
   # Upstream's build tags less builtinassets: the web UI's assets are built by npm and not in the module.
   source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_VERSION")"
   binaries="$images_root/prometheus-bin/$PROMETHEUS_VERSION-$(go env GOVERSION)"
   go_binaries "prometheus-$PROMETHEUS_VERSION" "$source" "$binaries" \
     "$(version_ldflags "${PROMETHEUS_TAG#v}" "$PROMETHEUS_VERSION")" -tags=netgo,stringlabels \
     ./cmd/promtool ./cmd/prometheus
-  echo "$binaries"
-}
-
-kube_state_metrics_binaries() { # prints their directory
-  local source binaries
+  project_image monitoring prometheus "quay.io/prometheus/prometheus:$PROMETHEUS_TAG" \
+    --build-context "bin=$binaries" --build-context "prometheus-source=$source" --build-arg "BASE_IMAGE=$base"
   # Its main package is the module's root, and go build names the binary kube-state-metrics (its path
   # less the major version). The step's file is then ".": its directory exists only once it is built.
   source="$(module_dir "$KUBE_STATE_METRICS_MODULE" "$KUBE_STATE_METRICS_VERSION")"
   binaries="$images_root/kube-state-metrics-bin/$KUBE_STATE_METRICS_VERSION-$(go env GOVERSION)"
   go_binaries "kube-state-metrics-$KUBE_STATE_METRICS_VERSION" "$source" "$binaries" \
     "$(version_ldflags "$KUBE_STATE_METRICS_VERSION" "$KUBE_STATE_METRICS_VERSION")" .
-  echo "$binaries"
-}
-
-monitoring_images() { # <prometheus-operator's binaries> <Prometheus'> <kube-state-metrics'> <base>
-  local target
-  for target in prometheus-operator prometheus-config-reloader; do
-    project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
-      --build-context "bin=$1" --build-arg "BASE_IMAGE=$4"
-  done
-  # Its image takes the console files from the source (downloaded by its binaries' step).
-  project_image monitoring prometheus "quay.io/prometheus/prometheus:$PROMETHEUS_TAG" \
-    --build-context "bin=$2" --build-context "prometheus-source=$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_VERSION")" \
-    --build-arg "BASE_IMAGE=$4"
   project_image monitoring kube-state-metrics \
     "registry.k8s.io/kube-state-metrics/kube-state-metrics:$KUBE_STATE_METRICS_VERSION" \
-    --build-context "bin=$3" --build-arg "BASE_IMAGE=$4"
+    --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
 }
 
 # --- The fake GPU operator's images ---
@@ -514,10 +484,10 @@ monitoring_images() { # <prometheus-operator's binaries> <Prometheus'> <kube-sta
 # with the chart's version as its release tags them.
 FAKE_GPU_OPERATOR_COMPONENTS=(status-updater kwok-gpu-device-plugin topology-server status-exporter)
 
-FAKE_GPU_OPERATOR_ARCHIVE="$VENDOR_DIR/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION.tar.gz"
-
-fake_gpu_operator_binaries() { # prints their directory
-  local source binaries archive="$FAKE_GPU_OPERATOR_ARCHIVE"
+fake_gpu_operator_images() {
+  local source binaries base component archive="$VENDOR_DIR/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION.tar.gz"
+  [[ -f "$archive" ]] ||
+    fail "no fake GPU operator source at $archive: put a \`git archive\` of run-ai/fake-gpu-operator $FAKE_GPU_OPERATOR_VERSION there or set KAI_LOCALENV_VENDOR_DIR"
   source="$images_root/sources/fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION"
   cached_step "fake-gpu-operator-source-$FAKE_GPU_OPERATOR_VERSION" "$source" go.mod \
     tar -xzf "$archive" -C "$source.tmp" --strip-components=1 --no-same-owner
@@ -525,60 +495,27 @@ fake_gpu_operator_binaries() { # prints their directory
   go_binaries "fake-gpu-operator-$FAKE_GPU_OPERATOR_VERSION" "$source" "$binaries" "-s -w" \
     ./cmd/status-updater ./cmd/kwok-gpu-device-plugin ./cmd/topology-server ./cmd/status-exporter \
     ./cmd/status-exporter-kwok
-  echo "$binaries"
-}
-
-fake_gpu_operator_images() { # <binaries> <base>
-  local component
+  base="$(minimal_base)"
   for component in "${FAKE_GPU_OPERATOR_COMPONENTS[@]}"; do
     project_image fake-gpu-operator "$component" \
       "ghcr.io/run-ai/fake-gpu-operator/$component:${FAKE_GPU_OPERATOR_VERSION#v}" \
-      --build-context "bin=$1" --build-arg "BASE_IMAGE=$2"
+      --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
   done
 }
 
-# Every input is checked before anything is built: a checkout at once, a tarball once it is extracted.
+# A checkout is checked before anything else; a tarball once it is extracted.
 [[ -d "$KAI_SOURCE" ]] && check_kai_source "$KAI_SOURCE"
 commit="$(kai_commit_of_source)"
 source_dir="$(kai_source_dir "$commit")"
 check_kai_source "$source_dir"
 check_go_version "$source_dir"
-[[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
-[[ -f "$FAKE_GPU_OPERATOR_ARCHIVE" ]] ||
-  fail "no fake GPU operator source at $FAKE_GPU_OPERATOR_ARCHIVE: put a \`git archive\` of run-ai/fake-gpu-operator $FAKE_GPU_OPERATOR_VERSION there or set KAI_LOCALENV_VENDOR_DIR"
-
-# shellcheck source=localenv/steps.sh
-source "$here/steps.sh"
-
-# What takes minutes cold runs side by side: the binaries, and the bases with the runner image (the
-# suite's compilation is the longest step). The bases are made in one step, one after another: each
-# import prunes the image store.
-runner_from_bases() { # <KAI source dir> <KAI commit>
-  local go_image python_image
-  minimal_base >/dev/null
-  go_image="$(go_base)"
-  python_image="$(python_base)"
-  runner_image "$1" "$2" "$go_image" "$python_image"
-}
-# KAI's first: of the steps, only its input is the user's, so its mistakes show first.
-start_step kai kai_binaries "$source_dir" "$commit"
-start_step runner runner_from_bases "$source_dir" "$commit"
-start_step prometheus prometheus_binaries
-start_step prometheus-operator prometheus_operator_binaries
-start_step fake-gpu-operator fake_gpu_operator_binaries
-start_step kwok-operator kwok_operator_binaries
-start_step kube-state-metrics kube_state_metrics_binaries
-start_step kube-rbac-proxy kube_rbac_proxy_binaries
-await_steps
-
-# Then the images of those binaries on the minimal base, and the pushes: seconds each.
-base="$(minimal_base)"
-kai_images "$source_dir" "$commit" "$(step_output kai)" "$base"
-fake_gpu_operator_images "$(step_output fake-gpu-operator)" "$base"
-kwok_operator_images "$(step_output kwok-operator)" "$(step_output kube-rbac-proxy)" "$base"
-monitoring_images "$(step_output prometheus-operator)" "$(step_output prometheus)" \
-  "$(step_output kube-state-metrics)" "$base"
-runner="$(step_output runner)"
+kai_images "$source_dir" "$commit"
+fake_gpu_operator_images
+kwok_operator_images
+monitoring_images
+go_image="$(go_base)"
+python_image="$(python_base)"
+runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
 # What was pushed, for localenv/kai.py (one key=value per line).
 echo "runner=$(push_runner "$runner")"
 echo "kai_commit=$commit"

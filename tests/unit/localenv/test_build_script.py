@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
 LOCALENV = Path(__file__).resolve().parents[3] / "localenv"
 BUILD = LOCALENV / "build.sh"
+
+
+def _pinned_kubernetes() -> str:
+    go_mod = (LOCALENV / "go" / "kubernetes" / "go.mod").read_text().split()
+    return go_mod[go_mod.index("k8s.io/kubernetes") + 1]
 
 
 def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -24,10 +28,7 @@ def test_missing_go_toolchain_is_named(tmp_path: Path) -> None:
 
 
 def test_failed_build_names_the_component_and_its_log(tmp_path: Path) -> None:
-    """No module can be fetched (GOPROXY=off, empty module cache), so every build fails.
-
-    The builds run side by side: the first to fail stops the others, and its message is the last line.
-    """
+    """No module can be fetched (GOPROXY=off, empty module cache), so the first build fails."""
     env = {
         **os.environ,
         "KAI_LOCALENV_CACHE": str(tmp_path / "cache"),
@@ -37,15 +38,12 @@ def test_failed_build_names_the_component_and_its_log(tmp_path: Path) -> None:
         "GOFLAGS": "-mod=mod",
     }
     result = _run(env)
+    version = _pinned_kubernetes()
+    log = tmp_path / "cache" / "build-logs" / f"kubernetes-{version}.log"
     assert result.returncode == 1
-    last = result.stderr.rstrip().splitlines()[-1]
-    match = re.fullmatch(r"localenv build: building (\S+) (\S+) failed; see (\S+)", last)
-    assert match, result.stderr
-    log = Path(match.group(3))
-    assert log == tmp_path / "cache" / "build-logs" / f"{match.group(1)}-{match.group(2)}.log"
+    assert f"building kubernetes {version} failed; see {log}" in result.stderr
     assert "module lookup disabled" in log.read_text()
-    bin_dir = tmp_path / "cache" / "bin"
-    assert not bin_dir.exists() or not any(bin_dir.iterdir())
+    assert not (tmp_path / "cache" / "bin").exists() or not any((tmp_path / "cache" / "bin").iterdir())
     subprocess.run(["chmod", "-R", "u+w", str(tmp_path)], check=True)  # Go makes its module cache read-only
 
 
@@ -55,19 +53,10 @@ def test_an_unpinned_component_stops_the_build_before_it_starts(tmp_path: Path) 
     (tmp_path / "localenv" / "go" / "kubernetes").mkdir(parents=True)
     (tmp_path / "localenv" / "go" / "kubernetes" / "go.mod").write_text("module wrapper\n\ngo 1.25.0\n")
     script.write_text(BUILD.read_text())
-    (tmp_path / "localenv" / "steps.sh").write_text((LOCALENV / "steps.sh").read_text())
     env = {**os.environ, "KAI_LOCALENV_CACHE": str(tmp_path / "cache"), "GOPROXY": "off"}
     result = subprocess.run(
         ["bash", str(script)], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 1
     assert "go/kubernetes/go.mod does not require k8s.io/kubernetes" in result.stderr
-    assert "building" not in result.stderr
-
-
-def test_a_number_of_parallel_builds_that_is_not_a_number_is_refused(tmp_path: Path) -> None:
-    env = {**os.environ, "KAI_LOCALENV_CACHE": str(tmp_path / "cache"), "KAI_LOCALENV_BUILD_JOBS": "all"}
-    result = _run(env)
-    assert result.returncode == 1
-    assert "KAI_LOCALENV_BUILD_JOBS must be a positive number, got 'all'" in result.stderr
     assert "building" not in result.stderr

@@ -72,8 +72,7 @@ def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path
     The log holds the compiler's message, and no half-built binaries stay in the cache. The tree is a
     minimal module of KAI's layout (each service a main package), built with the real Go toolchain.
     ``bin/current/kubectl`` is only an executable file: images.sh checks for it before the build and
-    copies it after, which this build never reaches. One step at a time (``KAI_LOCALENV_BUILD_JOBS=1``):
-    KAI's is the first, and the others would build the bases and monitoring binaries into this empty cache.
+    copies it after, which this build never reaches.
     """
     source = tmp_path / "kai"
     (source / "deployments" / "kai-scheduler" / "crds").mkdir(parents=True)
@@ -95,11 +94,7 @@ def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path
     kubectl.chmod(0o755)
 
     result = _run(
-        "127.0.0.1:5000",
-        KAI_SOURCE=str(source),
-        KAI_COMMIT="ab" * 20,
-        KAI_LOCALENV_CACHE=str(cache),
-        KAI_LOCALENV_BUILD_JOBS="1",
+        "127.0.0.1:5000", KAI_SOURCE=str(source), KAI_COMMIT="ab" * 20, KAI_LOCALENV_CACHE=str(cache)
     )
 
     log = cache / "build-logs" / "kai-services-abababababab.log"
