@@ -249,13 +249,12 @@ runner_inputs() {
 }
 
 build_runner() { # <image> <KAI source dir> <KAI commit> <go base> <python base>
-  local go_cache="$images_root/go-build"
-  mkdir -p "$go_cache"
   # Host networking for the RUN steps (module proxy, PyPI): no bridge on this machine. chroot isolation:
   # crun refuses this machine's hybrid cgroup hierarchy, and a build needs no cgroups. The host's module
-  # cache and a build cache of the images' own are mounted into the RUN steps, never into the image.
+  # and build caches are mounted into the RUN steps, never into the image: the suite is built with
+  # -trimpath by the same Go as KAI's services (kai_images, before it), so it reuses what they compiled.
   in_store build --format docker --isolation chroot --network host --pull=never \
-    --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$go_cache:/root/.cache/go-build" \
+    --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$(go env GOCACHE):/root/.cache/go-build" \
     --volume "$CA_BUNDLE:$CA_BUNDLE:ro" \
     --build-context "kai-source=$2" --build-arg "KAI_COMMIT=$3" --build-arg "KAI_REF=$KAI_REF" \
     --build-arg "GO_IMAGE=$4" --build-arg "PYTHON_IMAGE=$5" \
