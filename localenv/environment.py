@@ -600,10 +600,9 @@ class LocalEnvironment:
             exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
             # The worker has helm, as the Airflow image does.
             exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-            # The monitoring chart without what is not built here, its Prometheus on a NodePort.
+            # The monitoring chart without what is not built here (Pyroscope off), its Prometheus on a
+            # NodePort.
             exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
-            # Pyroscope's chart has no source snapshot here (README, "The local environment").
-            exports["KAI_SCALE_SKIP_INSTALLS"] = "pyroscope"
         else:
             # No node for the monitoring stack's pods: kwokctl's Prometheus is the cluster's.
             exports["KAI_SCALE_SKIP_INSTALLS"] = "kube-prometheus-stack,pyroscope"

@@ -200,6 +200,26 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
     }, "the re-run setup did not upgrade the releases"
 
 
+@pytest.mark.usefixtures("helm_worker")
+def test_a_release_the_values_profile_turns_off_is_not_installed(
+    tmp_path: Path, release_namespace: str, cluster: ClusterHook
+) -> None:
+    """As the local profile turns Pyroscope off: the setup says so and installs the rest."""
+    charts = _monitoring_charts(tmp_path, release_namespace)
+    charts["pyroscope"]["turned_off_by"] = "local"
+
+    lines = cluster_setup.install_monitoring(
+        cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+    )
+
+    assert lines == [
+        "pyroscope: turned off by the chart values profile 'local' (KAI_SCALE_CHART_VALUES_PROFILE), "
+        "not installed",
+        "kube-prometheus-stack 62.7.0 installed",
+    ]
+    assert set(_releases(release_namespace)) == {"kube-prometheus-stack"}
+
+
 def test_an_inline_kubeconfig_is_a_private_file_for_the_command_only(
     local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,17 +6,28 @@ from pathlib import Path
 
 import pytest
 
-from kai_scale.cluster.chart_values import ChartValuesError, load_profile
-from kai_scale.cluster.setup import load_installs
+from kai_scale.cluster.chart_values import ChartValuesError, Profile, load_profile
+from kai_scale.cluster.setup import MONITORING_RELEASES, load_installs
 from tests.conftest import REPO
 
 RELEASES = {"fake-gpu-operator", "kube-prometheus-stack", "pyroscope"}
+OPTIONAL = frozenset(MONITORING_RELEASES)
 
 
 def test_the_default_profile_leaves_installs_yaml_as_it_is() -> None:
-    assert load_profile(REPO / "include", "default", releases=RELEASES) == {}
+    assert load_profile(REPO / "include", "default", releases=RELEASES) == Profile(
+        values={}, turned_off=frozenset()
+    )
     charts = load_installs(REPO / "include")["charts"]
     assert charts["kube-prometheus-stack"]["set"]["grafana.enabled"] == "true"
+    assert not any("turned_off_by" in chart for chart in charts.values())
+
+
+def test_the_local_profile_turns_pyroscope_off() -> None:
+    """Nothing of Pyroscope can be built here; the setup can do without it."""
+    charts = load_installs(REPO / "include", chart_values_profile="local")["charts"]
+    assert charts["pyroscope"]["turned_off_by"] == "local"
+    assert "turned_off_by" not in charts["kube-prometheus-stack"]
 
 
 def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> None:
@@ -38,7 +49,13 @@ def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> No
             "kube-prometheus-stack: {grafana: {enabled: false}}\n",
             r"kube-prometheus-stack.grafana must be a single value",
         ),
-        ("kube-prometheus-stack: {}\n", r"kube-prometheus-stack must map --set keys to values"),
+        ("kube-prometheus-stack: {}\n", r"kube-prometheus-stack must map --set keys to values, or be false"),
+        ("pyroscope: true\n", r"pyroscope must map --set keys to values, or be false to turn it off"),
+        (
+            "fake-gpu-operator: false\n",
+            r"fake-gpu-operator cannot be turned off: the setup needs it \(only kube-prometheus-stack, "
+            r"pyroscope can be\)",
+        ),
         ("- kube-prometheus-stack\n", r"must map release names to their values, got list"),
         ("false\n", r"must map release names to their values, got bool"),
         ("kube-prometheus-stack: {prometheus.args: 'a,b'}\n", r"has one of , \[ \]"),
@@ -53,7 +70,7 @@ def test_a_malformed_profile_names_its_file_and_what_is_wrong(
     profiles.mkdir(parents=True)
     (profiles / "broken.yaml").write_text(text)
     with pytest.raises(ChartValuesError, match=message) as raised:
-        load_profile(tmp_path, "broken", releases=RELEASES)
+        load_profile(tmp_path, "broken", releases=RELEASES, optional=OPTIONAL)
     assert str(profiles / "broken.yaml") in str(raised.value)
 
 

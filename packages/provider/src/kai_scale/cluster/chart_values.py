@@ -2,12 +2,14 @@
 
 A deployment's own values for the charts the setup installs, by release, in helm's ``--set`` form
 (``grafana.enabled: false``). They are set over the values of include/manifests/installs.yaml, which
-are the setup's and the same everywhere. A deployment picks one by name
+are the setup's and the same everywhere. A release the deployment cannot run at all is turned off
+whole (``pyroscope: false``), where the setup can do without it. A deployment picks one by name
 (``KAI_SCALE_CHART_VALUES_PROFILE``); ``default`` changes nothing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +24,28 @@ class ChartValuesError(ValueError):
     """A values profile the pipeline cannot use; the message names the file and the value."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """A chart values profile, checked."""
+
+    values: dict[str, dict[str, str]]
+    """``--set`` values by release, as strings (helm parses them)."""
+    turned_off: frozenset[str]
+    """Releases the deployment does not install (``<release>: false``)."""
+
+
 def profile_names(include_dir: Path) -> list[str]:
     """The profiles in ``include/manifests/chart-values/``, by name (empty when there is none)."""
     return sorted(path.stem for path in (include_dir / VALUES_DIR).glob("*.yaml"))
 
 
-def load_profile(include_dir: Path, name: str, *, releases: set[str]) -> dict[str, dict[str, str]]:
-    """The profile ``name``: ``--set`` values by release, as strings (helm parses them).
+def load_profile(
+    include_dir: Path, name: str, *, releases: set[str], optional: frozenset[str] = frozenset()
+) -> Profile:
+    """The profile ``name``.
 
     :param releases: the releases installs.yaml declares; a profile naming another is refused.
+    :param optional: the releases the setup can do without, the only ones a profile may turn off.
     """
     path = include_dir / VALUES_DIR / f"{name}.yaml"
     if not path.is_file():
@@ -49,13 +64,24 @@ def load_profile(include_dir: Path, name: str, *, releases: set[str]) -> dict[st
             f"{path} must map release names to their values, got {type(document).__name__}"
         )
     profile: dict[str, dict[str, str]] = {}
+    turned_off: set[str] = set()
     for release, values in document.items():
         if release not in releases:
             raise ChartValuesError(
                 f"{path}: {release!r} is no release of installs.yaml ({', '.join(sorted(releases))})"
             )
+        if values is False:
+            if release not in optional:
+                raise ChartValuesError(
+                    f"{path}: {release} cannot be turned off: the setup needs it (only "
+                    f"{', '.join(sorted(optional)) or 'none'} can be)"
+                )
+            turned_off.add(release)
+            continue
         if not isinstance(values, dict) or not values:
-            raise ChartValuesError(f"{path}: {release} must map --set keys to values")
+            raise ChartValuesError(
+                f"{path}: {release} must map --set keys to values, or be false to turn it off"
+            )
         for key, value in values.items():
             if isinstance(value, (dict, list)) or value is None:
                 raise ChartValuesError(
@@ -69,7 +95,7 @@ def load_profile(include_dir: Path, name: str, *, releases: set[str]) -> dict[st
                     "--set would not pass on as written"
                 )
         profile[release] = {str(key): _as_set_value(value) for key, value in values.items()}
-    return profile
+    return Profile(values=profile, turned_off=frozenset(turned_off))
 
 
 def _as_set_value(value: object) -> str:

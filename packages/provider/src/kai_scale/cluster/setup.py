@@ -120,13 +120,17 @@ def load_installs(
     """include/manifests/installs.yaml: pinned versions of what the setup installs.
 
     :param chart_values_profile: the deployment's chart values profile (include/manifests/chart-values/),
-        set over each chart's ``set`` values.
+        set over each chart's ``set`` values; a release it turns off is marked ``turned_off_by`` it.
     """
     document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
     charts = document["charts"]
-    profile = chart_values.load_profile(include_dir, chart_values_profile, releases=set(charts))
-    for release, values in profile.items():
+    profile = chart_values.load_profile(
+        include_dir, chart_values_profile, releases=set(charts), optional=frozenset(MONITORING_RELEASES)
+    )
+    for release, values in profile.values.items():
         charts[release]["set"] = {**(charts[release].get("set") or {}), **values}
+    for release in profile.turned_off:
+        charts[release]["turned_off_by"] = chart_values_profile
     return document
 
 
@@ -320,14 +324,26 @@ def install_monitoring(
     placement: Placement,
     skip: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """kube-prometheus-stack and Pyroscope, but those the deployment leaves to the cluster (``skip``)."""
+    """kube-prometheus-stack and Pyroscope, less those the deployment leaves or turns off.
+
+    A release is left to the cluster when it is in ``skip`` (the cluster has its own), and turned off
+    by the chart values profile (``turned_off_by``) when the deployment cannot run it.
+    """
     charts = installs["charts"]
-    releases = [release for release in MONITORING_RELEASES if release not in skip]
-    lines = [
-        f"{release}: left to the cluster ({SKIP_INSTALLS_VARIABLE}), not installed by the setup"
-        for release in MONITORING_RELEASES
-        if release in skip
-    ]
+    releases = []
+    lines = []
+    for release in MONITORING_RELEASES:
+        if release in skip:
+            lines.append(
+                f"{release}: left to the cluster ({SKIP_INSTALLS_VARIABLE}), not installed by the setup"
+            )
+        elif "turned_off_by" in charts[release]:
+            lines.append(
+                f"{release}: turned off by the chart values profile {charts[release]['turned_off_by']!r} "
+                "(KAI_SCALE_CHART_VALUES_PROFILE), not installed"
+            )
+        else:
+            releases.append(release)
     if not releases:
         return lines
     _require_helm("the monitoring stack")
