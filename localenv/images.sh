@@ -249,12 +249,18 @@ runner_inputs() {
 }
 
 build_runner() { # <image> <KAI source dir> <KAI commit> <go base> <python base>
+  local go_cache
+  go_cache="$(go env GOCACHE)"
+  [[ "$go_cache" == /* ]] || fail "the runner's build mounts the host's Go build cache: GOCACHE is '$go_cache', not a directory"
+  # (KAI's services, built before, create it; not when their binaries come from the cache.)
+  mkdir -p "$go_cache"
   # Host networking for the RUN steps (module proxy, PyPI): no bridge on this machine. chroot isolation:
   # crun refuses this machine's hybrid cgroup hierarchy, and a build needs no cgroups. The host's module
   # and build caches are mounted into the RUN steps, never into the image: the suite is built with
-  # -trimpath by the same Go as KAI's services (kai_images, before it), so it reuses what they compiled.
+  # -trimpath, so where the host's Go is the go base's (GO_VERSION) it reuses what KAI's services
+  # compiled (kai_images, before it).
   in_store build --format docker --isolation chroot --network host --pull=never \
-    --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$(go env GOCACHE):/root/.cache/go-build" \
+    --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$go_cache:/root/.cache/go-build" \
     --volume "$CA_BUNDLE:$CA_BUNDLE:ro" \
     --build-context "kai-source=$2" --build-arg "KAI_COMMIT=$3" --build-arg "KAI_REF=$KAI_REF" \
     --build-arg "GO_IMAGE=$4" --build-arg "PYTHON_IMAGE=$5" \

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from kai_scale.cluster.chart_values import ChartValuesError, Profile, load_profile
-from kai_scale.cluster.setup import MONITORING_RELEASES, load_installs
+from kai_scale.cluster.setup import OPTIONAL_RELEASES, load_installs
 from tests.conftest import REPO
 
 RELEASES = {"fake-gpu-operator", "kube-prometheus-stack", "pyroscope"}
-OPTIONAL = frozenset(MONITORING_RELEASES)
+OPTIONAL = OPTIONAL_RELEASES
 
 
 def test_the_default_profile_leaves_installs_yaml_as_it_is() -> None:
@@ -53,8 +53,11 @@ def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> No
         ("pyroscope: true\n", r"pyroscope must map --set keys to values, or be false to turn it off"),
         (
             "fake-gpu-operator: false\n",
-            r"fake-gpu-operator cannot be turned off: the setup needs it \(only kube-prometheus-stack, "
-            r"pyroscope can be\)",
+            r"fake-gpu-operator cannot be turned off: the setup needs it \(only pyroscope can be\)",
+        ),
+        (
+            "kube-prometheus-stack: false\n",
+            r"kube-prometheus-stack cannot be turned off: the setup needs it \(only pyroscope can be\)",
         ),
         ("- kube-prometheus-stack\n", r"must map release names to their values, got list"),
         ("false\n", r"must map release names to their values, got bool"),

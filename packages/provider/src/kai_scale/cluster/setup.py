@@ -35,6 +35,10 @@ POOL_DELETION_TIMEOUT_SECONDS = 300
 # How long a CRD the setup applied may take to be served.
 CRD_TIMEOUT_SECONDS = 60
 MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
+# What a chart values profile may turn off: not kube-prometheus-stack, whose Prometheus gives the runs
+# their metrics (a cluster with its own leaves it to the cluster: KAI_SCALE_SKIP_INSTALLS).
+OPTIONAL_RELEASES = frozenset({"pyroscope"})
+CHART_VALUES_PROFILE_VARIABLE = "KAI_SCALE_CHART_VALUES_PROFILE"
 SKIP_INSTALLS_VARIABLE = "KAI_SCALE_SKIP_INSTALLS"
 # What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
 NOT_INFRASTRUCTURE = f"{labels.ROLE}!={labels.INFRASTRUCTURE}"
@@ -125,7 +129,7 @@ def load_installs(
     document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
     charts = document["charts"]
     profile = chart_values.load_profile(
-        include_dir, chart_values_profile, releases=set(charts), optional=frozenset(MONITORING_RELEASES)
+        include_dir, chart_values_profile, releases=set(charts), optional=OPTIONAL_RELEASES
     )
     for release, values in profile.values.items():
         charts[release]["set"] = {**(charts[release].get("set") or {}), **values}
@@ -340,7 +344,7 @@ def install_monitoring(
         elif "turned_off_by" in charts[release]:
             lines.append(
                 f"{release}: turned off by the chart values profile {charts[release]['turned_off_by']!r} "
-                "(KAI_SCALE_CHART_VALUES_PROFILE), not installed"
+                f"({CHART_VALUES_PROFILE_VARIABLE}), not installed"
             )
         else:
             releases.append(release)
