@@ -330,7 +330,7 @@ class PipelineSettings:
             system_tolerations=_tolerations("KAI_SCALE_SYSTEM_TOLERATIONS"),
             include_dir=include_dir,
             kai_tuning_profile=_tuning_profile("KAI_SCALE_KAI_TUNING_PROFILE", include_dir),
-            chart_values_profile=_chart_values_profile("KAI_SCALE_CHART_VALUES_PROFILE", include_dir),
+            chart_values_profile=_chart_values_profile(chart_values.PROFILE_VARIABLE, include_dir),
             source_mirrors=_source_mirrors(),
             skip_installs=_skip_installs("KAI_SCALE_SKIP_INSTALLS"),
             retry_delay_seconds=int(os.environ.get("KAI_SCALE_RETRY_DELAY_SECONDS", "30")),

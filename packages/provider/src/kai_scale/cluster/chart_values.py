@@ -17,6 +17,7 @@ import yaml
 
 VALUES_DIR = Path("manifests") / "chart-values"
 DEFAULT_PROFILE = "default"
+PROFILE_VARIABLE = "KAI_SCALE_CHART_VALUES_PROFILE"
 _SET_SYNTAX = (",", "[", "]", "\\", "{", "}")
 
 

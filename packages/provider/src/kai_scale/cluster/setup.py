@@ -38,7 +38,6 @@ MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
 # What a chart values profile may turn off: not kube-prometheus-stack, whose Prometheus gives the runs
 # their metrics (a cluster with its own leaves it to the cluster: KAI_SCALE_SKIP_INSTALLS).
 OPTIONAL_RELEASES = frozenset({"pyroscope"})
-CHART_VALUES_PROFILE_VARIABLE = "KAI_SCALE_CHART_VALUES_PROFILE"
 SKIP_INSTALLS_VARIABLE = "KAI_SCALE_SKIP_INSTALLS"
 # What the setup itself installed carries this role (see _infrastructure); teardown leaves it.
 NOT_INFRASTRUCTURE = f"{labels.ROLE}!={labels.INFRASTRUCTURE}"
@@ -344,7 +343,7 @@ def install_monitoring(
         elif "turned_off_by" in charts[release]:
             lines.append(
                 f"{release}: turned off by the chart values profile {charts[release]['turned_off_by']!r} "
-                f"({CHART_VALUES_PROFILE_VARIABLE}), not installed"
+                f"({chart_values.PROFILE_VARIABLE}), not installed"
             )
         else:
             releases.append(release)
