@@ -186,6 +186,30 @@ def test_the_operator_runs_every_service_on_the_system_node(
     assert kai.kai_image_tag == kai.kai_commit[:12]
 
 
+def test_images_sh_pushes_again_only_what_the_registry_no_longer_holds(
+    kai: BuiltImages, local_env: LocalEnvironment, tmp_path: Path
+) -> None:
+    """The registry's storage outlives ``local-down``, so images.sh pushes only what it lacks.
+
+    Another image put under the binder's tag (as a hand push would) is replaced by the binder again,
+    and nothing else is pushed.
+    """
+    registry = local_env.registry()
+    binder = f"{kai.kai_image_repository}/binder:{kai.kai_image_tag}"
+    built = registry.digest(binder)
+    marker = tmp_path / "not-the-binder"
+    marker.write_text(f"{uuid.uuid4()}\n")
+    registry.push_with_file(base=binder, reference=binder, file=marker, path_in_image="/marker")
+    assert registry.digest(binder) != built
+    images_sh = REPO / "localenv" / "images.sh"
+    again = subprocess.run([str(images_sh), registry.address], capture_output=True, text=True, check=True)
+    pushed = [line for line in again.stderr.splitlines() if line.startswith("pushed ")]
+    assert pushed == [f"pushed {registry.local_reference(binder)}"], again.stderr
+    assert registry.digest(binder) == built
+    once_more = subprocess.run([str(images_sh), registry.address], capture_output=True, text=True, check=True)
+    assert "pushed " not in once_more.stderr, once_more.stderr
+
+
 def test_kai_schedules_a_pod_onto_the_node(
     kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str
 ) -> None:
