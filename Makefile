@@ -11,6 +11,8 @@ NODE_COUNT ?= 500
 # make demo: what this 2-core machine runs and passes (README, "The local scenario set"); SCENARIOS=
 # (empty) runs every enabled scenario, as a night does.
 DEMO_NODE_COUNT ?= 100
+# A NODE_COUNT given on the command line or in the environment wins over the demo's default.
+DEMO_NODES := $(if $(filter environment command%,$(origin NODE_COUNT)),$(NODE_COUNT),$(DEMO_NODE_COUNT))
 SCENARIOS ?= sanity-fill-cluster whole-gpu-pending-background reclaim-full-node
 # make calibrate: how many of the newest comparable runs, and the margin in the bad direction.
 LAST ?= 5
@@ -69,9 +71,8 @@ browser: ## headless Chromium and its driver for the browser test (Debian's, ins
 local-up: local-deps ## start the local cluster (control plane, the real node, registry) and S3 endpoint
 	$(BIN)/python -m localenv up
 
-demo: NODE_COUNT = $(DEMO_NODE_COUNT)
 demo: local-up ## run the nightly DAG once on the local environment (NODE_COUNT=100, SCENARIOS: the local set) and print the results
-	$(BIN)/python -m localenv.demo --node-count $(NODE_COUNT) --scenarios "$(SCENARIOS)" --view-port $(VIEW_PORT)
+	$(BIN)/python -m localenv.demo --node-count $(DEMO_NODES) --scenarios "$(SCENARIOS)" --view-port $(VIEW_PORT)
 
 view: local-up ## Airflow's UI on the demo's runs with the trend view ("Scale tests"), on localhost:8080 (VIEW_PORT)
 	$(BIN)/python -m localenv.demo --serve-view --view-port $(VIEW_PORT)
