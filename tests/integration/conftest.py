@@ -172,9 +172,9 @@ def kai_scheduler_off(
     switch_scheduler(local_env, core, enabled=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="class")  # a test outside a class has it to itself
 def without_kai(kai: BuiltImages, local_env: LocalEnvironment, core: client.CoreV1Api) -> Iterator[None]:
-    """A cluster without KAI: uninstalled, nothing of it left; installed again afterwards."""
+    """A cluster without KAI: uninstalled, nothing of it left; installed again after the test or class."""
     local_env.uninstall_kai()
     assert not kai_leftovers(local_env), "uninstall_kai leaves nothing of KAI behind"
     yield

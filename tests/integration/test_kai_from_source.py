@@ -82,45 +82,48 @@ def test_a_chart_that_does_not_install_is_an_error_naming_kai_and_its_log(
 
 @pytest.mark.timeout(600)  # KAI uninstalled, the failed install, KAI installed again
 @pytest.mark.usefixtures("without_kai")
-def test_kai_images_the_registry_does_not_have_are_an_error_naming_kai_and_its_log(
-    local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """KAI's chart at an image tag the registry does not serve: not even its hook jobs start.
+class TestAKaiThatDoesNotInstall:
+    """Installs that fail, on a cluster without KAI (uninstalled once for both, installed again after)."""
 
-    helm gives up after the timeout (45 s here, 300 s as shipped) with an error naming KAI and its log,
-    the log says why (the pods' image pulls), and uninstalling the release, whose post-delete hook
-    cannot run either, leaves nothing of it behind.
-    """
-    monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 45)
-    images = dataclasses.replace(local_env.built_images(), kai_image_tag="never-built")
-    with pytest.raises(ComponentError, match=r"^KAI: helm could not install the chart .*; see .*kai\.log$"):
-        _install(local_env, images, tmp_path)
-    _check_the_pull_is_logged_and_uninstall(local_env, tmp_path / "kai.log", image=":never-built")
+    def test_kai_images_the_registry_does_not_have_are_an_error_naming_kai_and_its_log(
+        self, local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """KAI's chart at an image tag the registry does not serve: not even its hook jobs start.
 
+        helm gives up on the hooks after the timeout (45 s here, 300 s as shipped) with an error naming
+        KAI and its log, the log says why (the pods' image pulls), and uninstalling the release, whose
+        post-delete hook cannot run either, leaves nothing of it behind.
+        """
+        monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 45)
+        images = dataclasses.replace(local_env.built_images(), kai_image_tag="never-built")
+        with pytest.raises(
+            ComponentError, match=r"^KAI: helm could not install the chart .*; see .*kai\.log$"
+        ):
+            _install(local_env, images, tmp_path)
+        _check_the_pull_is_logged_and_uninstall(local_env, tmp_path / "kai.log", image=":never-built")
 
-@pytest.mark.timeout(600)  # KAI uninstalled, the failed install, KAI installed again
-@pytest.mark.usefixtures("without_kai")
-def test_a_kai_that_never_becomes_ready_is_an_error_naming_kai_and_its_log(
-    local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """KAI's chart installs, but its operator's binder runs an image the registry does not have.
+    def test_a_kai_that_never_becomes_ready_is_an_error_naming_kai_and_its_log(
+        self, local_env: LocalEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """KAI's chart installs, but its operator's binder runs an image the registry does not have.
 
-    KAI's chart passes ``binder.image.tag`` on to kai-config, so the operator starts a binder that never
-    runs and never reports KAI available: after the timeout (120 s here, 300 s as shipped) the error
-    names KAI, what the operator reports and the log, which shows the binder's image pull.
-    """
-    monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 120)
-    built = local_env.built_images()
-    chart = tmp_path / "source" / CHART_IN_SOURCE
-    shutil.copytree(built.kai_source / CHART_IN_SOURCE, chart)
-    values = yaml.safe_load((chart / "values.yaml").read_text())
-    values["binder"]["image"]["tag"] = "never-built"
-    (chart / "values.yaml").write_text(yaml.safe_dump(values))
-    images = dataclasses.replace(built, kai_source=tmp_path / "source")
-    not_available = r"^KAI: the operator did not report KAI available within 120 s .*; see .*kai\.log$"
-    with pytest.raises(ComponentError, match=not_available):
-        _install(local_env, images, tmp_path)
-    _check_the_pull_is_logged_and_uninstall(local_env, tmp_path / "kai.log", image="/binder:never-built")
+        KAI's chart passes ``binder.image.tag`` on to kai-config, so the operator starts a binder that
+        never runs and never reports KAI available: after the timeout (60 s here, 300 s as shipped; the
+        hooks take about 15 s of it) the error names KAI, what the operator reports and the log, which
+        shows the binder's image pull.
+        """
+        monkeypatch.setattr(kai_chart, "READY_TIMEOUT_SECONDS", 60)
+        built = local_env.built_images()
+        chart = tmp_path / "source" / CHART_IN_SOURCE
+        shutil.copytree(built.kai_source / CHART_IN_SOURCE, chart)
+        values = yaml.safe_load((chart / "values.yaml").read_text())
+        values["binder"]["image"]["tag"] = "never-built"
+        (chart / "values.yaml").write_text(yaml.safe_dump(values))
+        images = dataclasses.replace(built, kai_source=tmp_path / "source")
+        not_available = r"^KAI: the operator did not report KAI available within 60 s .*; see .*kai\.log$"
+        with pytest.raises(ComponentError, match=not_available):
+            _install(local_env, images, tmp_path)
+        _check_the_pull_is_logged_and_uninstall(local_env, tmp_path / "kai.log", image="/binder:never-built")
 
 
 def _check_the_pull_is_logged_and_uninstall(

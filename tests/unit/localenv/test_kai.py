@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from localenv.kai import BuiltImages, chart_values
+from localenv.kai import BuiltImages, chart_values, reports_available
 from localenv.processes import ComponentError
 
 PUSHED = """\
@@ -45,3 +45,23 @@ def test_chart_values_point_kai_at_its_built_images_and_the_system_node() -> Non
             "tolerations": [taint],
         }
     }
+
+
+def _config(generation: int, *conditions: tuple[str, str, int]) -> dict[str, object]:
+    return {
+        "metadata": {"name": "kai-config", "generation": generation},
+        "status": {
+            "conditions": [
+                {"type": kind, "status": status, "observedGeneration": observed}
+                for kind, status, observed in conditions
+            ]
+        },
+    }
+
+
+def test_kai_is_available_only_as_the_operator_reports_it_for_the_current_config() -> None:
+    assert reports_available(_config(1, ("Deployed", "True", 1), ("Available", "True", 1)))
+    assert not reports_available(_config(1, ("Available", "False", 1)))
+    assert not reports_available(_config(2, ("Available", "True", 1))), "said of the previous config"
+    assert not reports_available(_config(1, ("Deployed", "True", 1)))
+    assert not reports_available({}), "no Config yet"
