@@ -13,11 +13,14 @@ import re
 import subprocess
 from typing import Any
 
+import boto3
 import pytest
 
 from kai_scale.metrics.profile import load_profile
+from kai_scale.object_keys import scenario_outputs
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale_model import labels
+from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
 from localenv.node import NODE_NAME
@@ -77,11 +80,10 @@ def _night(dag: Any, local_env: LocalEnvironment) -> str:
     for scenario in SCENARIOS:
         assert states[f"run_{scenario.replace('-', '_')}"] == "success"
     assert states["tear_down_environment"] == "success"
-    run_id = str(
-        dag_run.get_task_instance("publish_results").xcom_pull(task_ids="publish_results", key="run_summary")[
-            "run_id"
-        ]
+    summary = dag_run.get_task_instance("publish_results").xcom_pull(
+        task_ids="publish_results", key="run_summary"
     )
+    run_id = str(summary["run_id"])
     published = published_run(run_id)
 
     metadata = published["results"]["metadata"]
@@ -114,6 +116,10 @@ def _night(dag: Any, local_env: LocalEnvironment) -> str:
         details = test["details"]
         assert (details["nodes"], details["jobs"]) == (NODE_COUNT, NODE_COUNT * 8), test
         assert GO_DURATION.match(details["time"]), f"the suite's own duration string: {test}"
+    published_tests = {test["test_name"]: test for test in tests}
+    for written in _suite_results_as_written(summary):
+        published_test = published_tests[written["test_name"]]
+        assert {key: published_test.get(key) for key in written} == written, "as KAI's suite wrote it"
     its = [
         spec["State"]
         for suite in published["report"]
@@ -172,6 +178,21 @@ def _releases(local_env: LocalEnvironment) -> dict[str, str]:
         check=True,
     )
     return {release["name"]: str(release["revision"]) for release in json.loads(listed.stdout)}
+
+
+def _suite_results_as_written(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of each scenario's ``kwok_scale_test.json``, as the runner uploaded the suite's file."""
+    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    written: list[dict[str, Any]] = []
+    for entry in summary["scenarios"]:
+        if entry["scenario"] in SCENARIOS:
+            key = scenario_outputs(
+                run_id=summary["run_id"], scenario=entry["scenario"], try_number=entry["try_number"]
+            ).suite_results
+            body = s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read()
+            written += json.loads(body)["tests"]
+    assert {test["test_name"] for test in written} == SUITE_TESTS, written
+    return written
 
 
 def _infrastructure(local_env: LocalEnvironment) -> dict[str, str]:

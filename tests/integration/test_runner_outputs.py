@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, output_file
+from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, SUITE_RESULTS, output_file
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
 from tests.integration.airflow_env import STANDIN_SUITE
@@ -57,7 +57,7 @@ def test_a_report_that_cannot_be_uploaded_leaves_no_result_claiming_it(tmp_path:
     """outcome.json goes up last: when the report's upload fails, the result is not uploaded either."""
     store = ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
     prefix = f"test-{uuid.uuid4().hex[:8]}/"
-    keys = {name: f"{prefix}{output_file(name)}" for name in (OUTCOME, GINKGO_REPORT)}
+    keys = {name: f"{prefix}{output_file(name)}" for name in (OUTCOME, GINKGO_REPORT, SUITE_RESULTS)}
     urls = {name: store.presign_put(key=key, expires_seconds=600) for name, key in keys.items()}
     missing_bucket = ResultsBucketHook(aws_conn_id="aws_default", bucket="no-such-bucket")
     broken_report_url = missing_bucket.presign_put(key=keys[GINKGO_REPORT], expires_seconds=600)
@@ -72,6 +72,8 @@ def test_a_report_that_cannot_be_uploaded_leaves_no_result_claiming_it(tmp_path:
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert store.exists(keys[OUTCOME])
     assert store.exists(keys[GINKGO_REPORT])
+    written = (tmp_path / "second" / output_file(SUITE_RESULTS)).read_bytes()
+    assert store.read_bytes(keys[SUITE_RESULTS]) == written, "the suite's own file, as it wrote it"
 
 
 def test_a_workload_uploads_its_outcome_before_it_removes_its_pods(

@@ -46,6 +46,7 @@ def test_each_try_has_its_own_keys() -> None:
     second = scenario_outputs(run_id="r1", scenario="reclaim", try_number=2)
     assert first.outcome == "runs/r1/scenarios/reclaim/try-1/outcome.json"
     assert second.ginkgo_report == "runs/r1/scenarios/reclaim/try-2/ginkgo-report.json"
+    assert second.suite_results == "runs/r1/scenarios/reclaim/try-2/kwok_scale_test.json"
     assert run_summary_key("r1") == "runs/r1/run-summary.json"
 
 

@@ -24,7 +24,10 @@ OUTCOME = "outcome"
 """The scenario outcome, ``outcome.json`` (``kai_scale_model.outcome.ScenarioOutcome``)."""
 GINKGO_REPORT = "ginkgo-report"
 """The KAI suite's own Ginkgo JSON report, ``ginkgo-report.json`` (suite scenarios only)."""
-OUTPUTS = (GINKGO_REPORT, OUTCOME)
+SUITE_RESULTS = "kwok_scale_test"
+"""The KAI suite's own results file, ``kwok_scale_test.json``, as the suite wrote it (suite scenarios
+only): the outcome's entries are read from it, and anyone can compare them with it."""
+OUTPUTS = (GINKGO_REPORT, SUITE_RESULTS, OUTCOME)
 """Every output, in upload order: the outcome goes last, so once it exists the rest do too."""
 
 NOT_RUN_EXIT_CODE = 3

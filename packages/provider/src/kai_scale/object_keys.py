@@ -1,15 +1,16 @@
 """Where a run's objects live in the results bucket. Pure: a function of run, scenario and try.
 
-The names are the README's glossary: per try the runner's ``outcome.json`` and ``ginkgo-report.json``;
-per run the ``run-summary.json`` and ``metrics.json`` under ``runs/``; published, ``results.json``,
-``ginkgo-report.json`` and ``metrics.json`` under the public prefix, indexed by ``manifest.json``.
+The names are the README's glossary: per try the runner's ``outcome.json``, ``ginkgo-report.json`` and
+``kwok_scale_test.json``; per run the ``run-summary.json`` and ``metrics.json`` under ``runs/``;
+published, ``results.json``, ``ginkgo-report.json`` and ``metrics.json`` under the public prefix,
+indexed by ``manifest.json``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, output_file
+from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, SUITE_RESULTS, output_file
 
 RUNS_PREFIX = "runs/"
 
@@ -22,10 +23,12 @@ class ScenarioOutputs:
     """The runner's ``outcome.json``."""
     ginkgo_report: str
     """The suite's ``ginkgo-report.json`` (suite scenarios only)."""
+    suite_results: str
+    """The suite's ``kwok_scale_test.json`` as it wrote it (suite scenarios only)."""
 
     def by_name(self) -> dict[str, str]:
         """Keys by output name (``kai_scale_model.runner_interface``)."""
-        return {OUTCOME: self.outcome, GINKGO_REPORT: self.ginkgo_report}
+        return {OUTCOME: self.outcome, GINKGO_REPORT: self.ginkgo_report, SUITE_RESULTS: self.suite_results}
 
 
 def scenario_outputs(*, run_id: str, scenario: str, try_number: int) -> ScenarioOutputs:
@@ -36,7 +39,9 @@ def scenario_outputs(*, run_id: str, scenario: str, try_number: int) -> Scenario
     """
     base = f"{RUNS_PREFIX}{run_id}/scenarios/{scenario}/try-{try_number}"
     return ScenarioOutputs(
-        outcome=f"{base}/{output_file(OUTCOME)}", ginkgo_report=f"{base}/{output_file(GINKGO_REPORT)}"
+        outcome=f"{base}/{output_file(OUTCOME)}",
+        ginkgo_report=f"{base}/{output_file(GINKGO_REPORT)}",
+        suite_results=f"{base}/{output_file(SUITE_RESULTS)}",
     )
 
 

@@ -9,13 +9,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from kai_scale_model.runner_interface import GINKGO_REPORT, NODE_COUNT_ENV, output_file
+from kai_scale_model.runner_interface import GINKGO_REPORT, NODE_COUNT_ENV, SUITE_RESULTS, output_file
 from kai_scale_model.scenario import GinkgoRun, Scenario
 from kai_scale_runner.ginkgo_results import SuiteVerdict, verdict
 
 log = logging.getLogger(__name__)
 
-SUITE_RESULTS_FILE = "kwok_scale_test.json"
+# The suite writes it under this name in its working directory: the output is that file itself.
+SUITE_RESULTS_FILE = output_file(SUITE_RESULTS)
 REPORT_FILE = output_file(GINKGO_REPORT)
 # Where the runner image puts the suite compiled with `go test -c ./test/e2e/scale` (see runner/Dockerfile).
 DEFAULT_SUITE_BINARY = "/usr/local/bin/kai-scale-suite.test"
