@@ -81,6 +81,8 @@ CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
+# The cluster's NodePorts: Kubernetes' default range less its top, where kwokctl's components listen.
+NODE_PORT_RANGE = "30000-32699"
 # Processes localenv runs itself, in start order.
 OWN_COMPONENTS = ("s3",)
 UP_TIMEOUT_SECONDS = 120
@@ -676,6 +678,11 @@ def _api_server_args_for_the_node(gateway: str, cluster_dir: Path) -> list[dict[
         # The kubelet authenticates the API server by the cluster's CA (no anonymous kubelet API).
         "kubelet-client-certificate": str(pki / "admin.crt"),
         "kubelet-client-key": str(pki / "admin.key"),
+        # kwokctl takes its components' ports (etcd, controller manager, scheduler) downward from 32767,
+        # where Kubernetes allocates dynamic NodePorts first. A NodePort on etcd's port broke the
+        # API server: while the Service had no endpoints, kube-proxy rejected that port on every
+        # local address, and a CRD installed then never got its connection to etcd.
+        "service-node-port-range": NODE_PORT_RANGE,
     }
     return [{"key": key, "value": value} for key, value in args.items()]
 

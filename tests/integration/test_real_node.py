@@ -413,3 +413,37 @@ def test_the_registry_serves_the_installs_charts_under_their_upstream_names(
     assert "DaemonSet" in kinds or "Deployment" in kinds
     if chart.name == "kube-prometheus-stack":
         assert "grafana-8.5.1" in rendered.stdout, "its dependencies came along"
+
+
+def test_no_node_port_can_take_a_port_of_the_control_plane(
+    local_env: LocalEnvironment, core: client.CoreV1Api, namespace: str
+) -> None:
+    """No NodePort may take the port of a control-plane component (etcd's above all).
+
+    kwokctl's components listen at the top of Kubernetes' default NodePort range, where dynamic
+    NodePorts are allocated first; kube-proxy rejects a NodePort without endpoints on every local
+    address, so such a NodePort on etcd's port would cut the API server off from etcd.
+    """
+    (kwokctl,) = [
+        doc
+        for doc in yaml.safe_load_all((local_env.cluster_dir() / "kwok.yaml").read_text())
+        if doc and doc.get("kind") == "KwokctlConfiguration"
+    ]
+    ports = {
+        name: port
+        for name, port in kwokctl["options"].items()
+        if name.endswith("Port") and type(port) is int and port  # not securePort: true
+    }
+    assert {"etcdPort", "etcdPeerPort", "kubeControllerManagerPort", "kubeSchedulerPort"} <= set(ports)
+    for name, port in ports.items():
+        service = {
+            "metadata": {"name": f"on-{name.lower()}"},
+            "spec": {
+                "type": "NodePort",
+                "ports": [{"port": 80, "nodePort": port}],
+                "selector": {"app": "none"},
+            },
+        }
+        # Created for real: a server-side dry run allocates no NodePort and so checks no range.
+        with pytest.raises(ApiException, match="provided port is not in the valid range"):
+            core.create_namespaced_service(namespace, service)
