@@ -8,7 +8,8 @@
 # - kwok-operator's and its metrics proxy's (localenv/images/kwok-operator), from their Go modules.
 # - the monitoring chart's (localenv/images/monitoring): prometheus-operator's, Prometheus' and
 #   kube-state-metrics', from their Go modules.
-# Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes.
+# Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes
+# what the registry lacks.
 #
 # Usage: localenv/images.sh <registry>   e.g. 127.0.0.1:5000 (plain HTTP)
 #        Images keep their upstream names under the registry, e.g.
@@ -99,7 +100,7 @@ remove_superseded() { # <image>
 
 # Pushes <image> as <target> and prints the manifest's digest. The registry's storage outlives
 # `make local-down` (localenv/registry.py), so a push is skipped when the registry still holds, under
-# <target>, what the last push of this very image wrote there: each push costs seconds, 17 of them
+# <target>, what the last push of this very image wrote there: each push costs seconds, 19 of them
 # most of a warm `make local-up`.
 push_image() { # <local image> <target>
   local image="$1" target="$2" record id pushed_id digest crane="$cache_root/bin/current/crane"

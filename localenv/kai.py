@@ -25,6 +25,7 @@ NAMESPACE = "kai-scheduler"
 CHART_IN_SOURCE = Path("deployments") / "kai-scheduler"
 # KAI's operator reports on its Config object whether every service it runs is available.
 CONFIG = "configs.kai.scheduler/kai-config"
+OPERATOR_DEPLOYMENT = "kai-operator"
 # Made by the chart for the binder's GPU reservation pods, and kept by helm on uninstall.
 RESERVATION_NAMESPACE = "kai-resource-reservation"
 READY_TIMEOUT_SECONDS = 300
@@ -142,8 +143,27 @@ def _deployed_values(helm: Path, kubeconfig: Path) -> Any:
 
 
 def _wait_available(kubectl: Callable[..., str], log_path: Path) -> None:
+    """Until the operator runs its current version and reports KAI available for kai-config as it is now.
+
+    kai-config exists once helm returns (its hook job wrote it): missing, it never comes.
+    """
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-    while not reports_available(json.loads(kubectl("get", CONFIG, "--output=json", check=False) or "{}")):
+    # After an upgrade: the new operator, not the one being replaced, is what reports.
+    rolled_out = kubectl(
+        "rollout",
+        "status",
+        f"--namespace={NAMESPACE}",
+        f"deployment/{OPERATOR_DEPLOYMENT}",
+        f"--timeout={READY_TIMEOUT_SECONDS}s",
+        check=False,
+    )
+    while True:
+        config = kubectl("get", CONFIG, "--output=json", "--ignore-not-found")
+        if not config.strip():
+            _write_diagnostics(kubectl, log_path)
+            raise ComponentError(f"KAI: the chart installed but wrote no {CONFIG}; see {log_path}")
+        if "successfully rolled out" in rolled_out and reports_available(json.loads(config)):
+            return
         if time.monotonic() >= deadline:
             _write_diagnostics(kubectl, log_path)
             raise ComponentError(
