@@ -103,22 +103,20 @@ remove_superseded() { # <image>
 # <target>, what the last push of this very image wrote there: each push costs seconds, 19 of them
 # most of a warm `make local-up`.
 push_image() { # <local image> <target>
-  local image="$1" target="$2" record id pushed_id digest crane="$cache_root/bin/current/crane"
+  local image="$1" target="$2" id record crane="$cache_root/bin/current/crane"
   [[ -x "$crane" ]] || fail "no crane in $cache_root/bin/current: run localenv/build.sh"
-  record="$images_root/pushed/$(printf '%s' "$target" | sha256sum | cut -c1-16)"
   id="$(in_store inspect --type image --format '{{.FromImageID}}' "$image")"
-  if read -r pushed_id digest 2>/dev/null <"$record" && [[ "$pushed_id" == "$id" ]] &&
-    [[ "$("$crane" digest --insecure "$target" 2>/dev/null)" == "$digest" ]]; then
-    echo "$digest"
+  # One record per target and local image: the digest its last push wrote (buildah's digest file).
+  record="$images_root/pushed/$(printf '%s\n' "$target" "$id" | sha256sum | cut -c1-16)"
+  if [[ -s "$record" && "$("$crane" digest --insecure "$target" 2>/dev/null)" == "$(<"$record")" ]]; then
+    cat "$record"
     return
   fi
   mkdir -p "${record%/*}"
-  in_store push --quiet --tls-verify=false --digestfile "$record.digest" "$image" "docker://$target" >&2 ||
+  in_store push --quiet --tls-verify=false --digestfile "$record" "$image" "docker://$target" >&2 ||
     fail "pushing $image to $target failed"
-  digest="$(cat "$record.digest")"
-  echo "$id $digest" >"$record"
   echo "pushed $target" >&2
-  echo "$digest"
+  cat "$record"
 }
 
 key_of() { # <files...>: a key that changes when any of them changes

@@ -149,7 +149,7 @@ def _wait_available(kubectl: Callable[..., str], log_path: Path) -> None:
     """
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     # After an upgrade: the new operator, not the one being replaced, is what reports.
-    rolled_out = kubectl(
+    rolled_out = "successfully rolled out" in kubectl(
         "rollout",
         "status",
         f"--namespace={NAMESPACE}",
@@ -162,7 +162,7 @@ def _wait_available(kubectl: Callable[..., str], log_path: Path) -> None:
         if not config.strip():
             _write_diagnostics(kubectl, log_path)
             raise ComponentError(f"KAI: the chart installed but wrote no {CONFIG}; see {log_path}")
-        if "successfully rolled out" in rolled_out and reports_available(json.loads(config)):
+        if rolled_out and reports_available(json.loads(config)):
             return
         if time.monotonic() >= deadline:
             _write_diagnostics(kubectl, log_path)

@@ -97,22 +97,23 @@ def nightly_dag(include: Path) -> Any:
     )
 
 
+def read_json(key: str) -> Any:
+    """A JSON object of the local bucket."""
+    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    return json.loads(s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read())
+
+
 def published_run(run_id: str) -> dict[str, Any]:
     """A run as published under Public/ of the local bucket.
 
     Its three objects, its manifest entries and the manifest's whole history.
     """
-    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
     keys = published_keys(prefix="Public/", run_id=run_id)
-
-    def read(key: str) -> Any:
-        return json.loads(s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read())
-
-    manifest = read(manifest_key("Public/"))
+    manifest = read_json(manifest_key("Public/"))
     return {
-        "results": read(keys.results),
-        "report": read(keys.ginkgo_report),
-        "metrics": read(keys.metrics),
+        "results": read_json(keys.results),
+        "report": read_json(keys.ginkgo_report),
+        "metrics": read_json(keys.metrics),
         "entries": [run for run in manifest["runs"] if run.get("run_id") == run_id],
         "manifest_runs": manifest["runs"],
         "results_key": keys.results,

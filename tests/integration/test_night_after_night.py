@@ -13,19 +13,17 @@ import re
 import subprocess
 from typing import Any
 
-import boto3
 import pytest
 
 from kai_scale.metrics.profile import load_profile
 from kai_scale.object_keys import scenario_outputs
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale_model import labels
-from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
 from localenv.node import NODE_NAME
 from tests.conftest import REPO
-from tests.integration.airflow_env import published_run
+from tests.integration.airflow_env import published_run, read_json
 
 pytestmark = pytest.mark.restarts_local_env
 
@@ -182,15 +180,13 @@ def _releases(local_env: LocalEnvironment) -> dict[str, str]:
 
 def _suite_results_as_written(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The entries of each scenario's ``kwok_scale_test.json``, as the runner uploaded the suite's file."""
-    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
     written: list[dict[str, Any]] = []
     for entry in summary["scenarios"]:
         if entry["scenario"] in SCENARIOS:
             key = scenario_outputs(
                 run_id=summary["run_id"], scenario=entry["scenario"], try_number=entry["try_number"]
             ).suite_results
-            body = s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read()
-            written += json.loads(body)["tests"]
+            written += read_json(key)["tests"]
     assert {test["test_name"] for test in written} == SUITE_TESTS, written
     return written
 
