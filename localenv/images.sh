@@ -58,6 +58,9 @@ KAI_GONOSUMDB="github.com/run-ai"
 # (as on these machines) the host's store is the one that reaches PyPI and the module proxy.
 CA_BUNDLE="/etc/ssl/certs/ca-certificates.crt"
 export GOTOOLCHAIN=local
+# As in localenv/build.sh: the binaries are stripped, so the compiler makes no debug information. The
+# runner's suite is compiled with the same flags as KAI's services, so that it reuses their packages.
+export GOFLAGS="-gcflags=all=-dwarf=false"
 
 fail() {
   echo "localenv images: $*" >&2
@@ -286,7 +289,7 @@ build_runner() { # <image> <KAI source dir> <KAI commit> <go base> <python base>
     --volume "$CA_BUNDLE:$CA_BUNDLE:ro" \
     --build-context "kai-source=$2" --build-arg "KAI_COMMIT=$3" --build-arg "KAI_REF=$KAI_REF" \
     --build-arg "GO_IMAGE=$4" --build-arg "PYTHON_IMAGE=$5" \
-    --build-arg "GOFLAGS=-mod=mod" --build-arg "GONOSUMDB=$KAI_GONOSUMDB" \
+    --build-arg "GOFLAGS=-mod=mod $GOFLAGS" --build-arg "GONOSUMDB=$KAI_GONOSUMDB" \
     --tag "$1" --file "$repo/docker/runner/Dockerfile" "$repo"
 }
 
@@ -332,7 +335,7 @@ go_binaries() { # <name> <source dir> <out dir> <ldflags> [<go build flags...>] 
   local name="$1" source="$2" out="$3" ldflags="$4"
   shift 4
   # shellcheck disable=SC2016 # expanded by the inner bash
-  cached_step "$name" "$out" "$(basename "${*: -1}")" bash -c 'cd "$0" && CGO_ENABLED=0 GOFLAGS=-mod=mod GONOSUMDB="$1" \
+  cached_step "$name" "$out" "$(basename "${*: -1}")" bash -c 'cd "$0" && CGO_ENABLED=0 GOFLAGS="-mod=mod $GOFLAGS" GONOSUMDB="$1" \
     go build -trimpath -ldflags "$2" -o "$3/" "${@:4}"' "$source" "$KAI_GONOSUMDB" "$ldflags" "$out.tmp" "$@"
 }
 
@@ -439,7 +442,7 @@ PROMETHEUS_OPERATOR_VERSION="v0.76.2"
 PROMETHEUS_OPERATOR_TAG="v0.76.1"
 # Its go.mod replaces these nested modules by their directories, which its module zip leaves out.
 PROMETHEUS_OPERATOR_SUBMODULES=(pkg/apis/monitoring pkg/client)
-# Module v0.54.1 is Prometheus 2.54.1.
+# Module v0.54.1 is Prometheus 2.54.1, whose binaries localenv/build.sh builds (kwokctl runs them too).
 PROMETHEUS_MODULE="github.com/prometheus/prometheus"
 PROMETHEUS_VERSION="v0.54.1"
 PROMETHEUS_TAG="v2.54.1"
@@ -484,12 +487,10 @@ monitoring_images() {
     project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
       --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
   done
-  # Upstream's build tags less builtinassets: the web UI's assets are built by npm and not in the module.
   source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_VERSION")"
-  binaries="$images_root/prometheus-bin/$PROMETHEUS_VERSION-$(go env GOVERSION)"
-  go_binaries "prometheus-$PROMETHEUS_VERSION" "$source" "$binaries" \
-    "$(version_ldflags "${PROMETHEUS_TAG#v}" "$PROMETHEUS_VERSION")" -tags=netgo,stringlabels \
-    ./cmd/promtool ./cmd/prometheus
+  binaries="$(dirname "$(readlink -f "$cache_root/bin/current/prometheus")")"
+  [[ -x "$binaries/promtool" && "$("$binaries/prometheus" --version)" == *"version ${PROMETHEUS_TAG#v} "* ]] ||
+    fail "no Prometheus ${PROMETHEUS_TAG#v} and its promtool in $cache_root/bin/current: run localenv/build.sh"
   project_image monitoring prometheus "quay.io/prometheus/prometheus:$PROMETHEUS_TAG" \
     --build-context "bin=$binaries" --build-context "prometheus-source=$source" --build-arg "BASE_IMAGE=$base"
   # Its main package is the module's root, and go build names the binary kube-state-metrics (its path
