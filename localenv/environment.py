@@ -228,13 +228,15 @@ class LocalEnvironment:
         if config.real_node:
             # Before the API server binds every address and before any pod: the guard, then the bridge.
             self.node().prepare_host()
+        # Waited for at the end: it starts while the cluster does.
+        self._start_own_components()
         self._create_cluster()
         self._write_manifest_mirror()
         if config.real_node:
             self._start_node()
         else:
             self.kubectl("apply", "-f", "-", input_text=self._stages())
-        self._start_own_components()
+        self._wait_for_own_components()
         self._create_bucket()
         if node_count:
             self.scale_node_pool(node_count)
@@ -336,7 +338,7 @@ class LocalEnvironment:
         return self.config.logs_dir / "cluster"
 
     def _start_node(self) -> None:
-        """The registry with the node's images and the charts, the node, then the cluster DNS on it."""
+        """The registry with the node's images and the charts, the node, the cluster DNS and KAI on it."""
         registry = self.registry()
         registry.start()
         images = self.config.bin_dir / "images"
@@ -356,8 +358,9 @@ class LocalEnvironment:
         ).push_all()
         self.node().start(kubectl=self.kubectl)
         self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
-        self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
+        # KAI's install (about 30 s of hook jobs and readiness probes) does not wait for CoreDNS.
         self._install_from_source(registry)
+        self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
 
     def _install_from_source(self, registry: LocalRegistry) -> None:
         """The runner's and KAI's images built from source and pushed; KAI installed if configured."""
@@ -419,7 +422,7 @@ class LocalEnvironment:
         return "\n---\n".join(documents)
 
     def _start_own_components(self) -> None:
-        """The S3 endpoint (moto's server)."""
+        """The S3 endpoint (moto's server); `_wait_for_own_components` waits for it."""
         config = self.config
         argv = [
             str(Path(_python()).parent / "moto_server"),
@@ -430,6 +433,9 @@ class LocalEnvironment:
             str(config.ports.s3),
         ]
         processes.start(name="s3", argv=argv, log_dir=config.logs_dir, run_dir=config.run_dir)
+
+    def _wait_for_own_components(self) -> None:
+        config = self.config
         processes.wait_until(
             lambda: processes.port_in_use(config.ports.s3),
             timeout=60,
