@@ -27,7 +27,8 @@ RUNC_VERSION="v1.3.6"
 # pod network's guard), libseccomp for runc (pods that ask for the RuntimeDefault seccomp profile), and
 # buildah and mmdebstrap for localenv/images.sh (the runner image from its Dockerfile, without Docker).
 DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev buildah mmdebstrap git)
-# Prometheus: the monitoring chart's (its image's binaries, and kwokctl's Prometheus without the node).
+# Prometheus 2.x: the monitoring chart's (its image's binaries, and kwokctl's Prometheus without the
+# node). Its module's version is v0.X.Y for release 2.X.Y.
 PROMETHEUS_VERSION="v2.54.1"
 # The local OCI registry (CNCF distribution) that serves the node's images, and crane to pack them.
 REGISTRY_VERSION="v3.1.2"
@@ -38,8 +39,8 @@ PAUSE_VERSION="3.10.1"
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
 # Every binary is linked stripped (-s -w), so the debug information the compiler would make is thrown
-# away: not making it takes 13 % off a cold build (CoreDNS: 84 s -> 73 s; docs/benchmarks.md).
-export GOFLAGS="-gcflags=all=-dwarf=false"
+# away: not making it takes 13 % off a cold build (docs/benchmarks.md, "Cold builds without DWARF").
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false"
 
 fail() {
   echo "localenv build: $*" >&2
@@ -118,17 +119,20 @@ build_etcd() {
 # kwokctl runs it. Built in its own module (go install refuses its replace directives) with upstream's
 # build tags less builtinassets: the web UI's assets are built by npm and not in the module.
 build_prometheus() {
-  local module=github.com/prometheus/prometheus dir info source pkg=github.com/prometheus/common/version
-  # Module v0.54.1 is Prometheus 2.54.1.
-  local version="v0.${PROMETHEUS_VERSION#v2.}"
+  local dir
   dir="$cache_root/bin/prometheus-$PROMETHEUS_VERSION-$(go env GOVERSION)"
-  info="$(go mod download -json "$module@$version")" || fail "downloading $module@$version failed: $info"
+  cached_build prometheus "$PROMETHEUS_VERSION" "$dir" prometheus prometheus_in_its_module "$dir.tmp"
+}
+
+prometheus_in_its_module() { # <out dir>
+  local module=github.com/prometheus/prometheus version="v0.${PROMETHEUS_VERSION#v2.}" info source
+  local pkg=github.com/prometheus/common/version
+  info="$(go mod download -json "$module@$version")"
   source="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$info")"
-  [[ -d "$source" ]] || fail "no directory for $module@$version in the module cache: $info"
-  cached_build prometheus "$PROMETHEUS_VERSION" "$dir" prometheus \
-    env -C "$source" GOFLAGS="-mod=mod $GOFLAGS" go build -trimpath -tags netgo,stringlabels \
+  [[ -d "$source" ]] || { echo "no directory for $module@$version in the module cache: $info"; return 1; }
+  (cd "$source" && GOFLAGS="-mod=mod $GOFLAGS" go build -trimpath -tags netgo,stringlabels \
     -ldflags "-s -w -X $pkg.Version=${PROMETHEUS_VERSION#v} -X $pkg.Revision=$version -X $pkg.Branch=release" \
-    -o "$dir.tmp/" ./cmd/prometheus ./cmd/promtool
+    -o "$1/" ./cmd/prometheus ./cmd/promtool)
 }
 
 build_kwok() {

@@ -228,15 +228,15 @@ class LocalEnvironment:
         if config.real_node:
             # Before the API server binds every address and before any pod: the guard, then the bridge.
             self.node().prepare_host()
-        # Waited for at the end: it starts while the cluster does.
+        # It starts while the cluster does.
         self._start_own_components()
         self._create_cluster()
+        self._wait_for_own_components()
         self._write_manifest_mirror()
         if config.real_node:
             self._start_node()
         else:
             self.kubectl("apply", "-f", "-", input_text=self._stages())
-        self._wait_for_own_components()
         self._create_bucket()
         if node_count:
             self.scale_node_pool(node_count)
@@ -358,9 +358,11 @@ class LocalEnvironment:
         ).push_all()
         self.node().start(kubectl=self.kubectl)
         self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
-        # KAI's install (about 30 s of hook jobs and readiness probes) does not wait for CoreDNS.
-        self._install_from_source(registry)
+        # CoreDNS starts while images.sh runs; as the node's first pod, it is awaited before KAI's.
+        self._build_and_push_images(registry)
         self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
+        if self.config.kai:
+            self.install_kai()
 
     def _install_from_source(self, registry: LocalRegistry) -> None:
         """The runner's and KAI's images built from source and pushed; KAI installed if configured."""
@@ -422,7 +424,7 @@ class LocalEnvironment:
         return "\n---\n".join(documents)
 
     def _start_own_components(self) -> None:
-        """The S3 endpoint (moto's server); `_wait_for_own_components` waits for it."""
+        """Start the S3 endpoint (moto's server)."""
         config = self.config
         argv = [
             str(Path(_python()).parent / "moto_server"),
@@ -435,6 +437,7 @@ class LocalEnvironment:
         processes.start(name="s3", argv=argv, log_dir=config.logs_dir, run_dir=config.run_dir)
 
     def _wait_for_own_components(self) -> None:
+        """Until the S3 endpoint listens; raises naming its log if it exits first."""
         config = self.config
         processes.wait_until(
             lambda: processes.port_in_use(config.ports.s3),

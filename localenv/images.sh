@@ -6,8 +6,8 @@
 # - KAI's own images (localenv/images/kai): its services and the chart's crd-upgrader hook image;
 # - the fake GPU operator's (localenv/images/fake-gpu-operator), from its source archive;
 # - kwok-operator's and its metrics proxy's (localenv/images/kwok-operator), from their Go modules.
-# - the monitoring chart's (localenv/images/monitoring): prometheus-operator's, Prometheus' and
-#   kube-state-metrics', from their Go modules.
+# - the monitoring chart's (localenv/images/monitoring): prometheus-operator's and kube-state-metrics',
+#   from their Go modules, and Prometheus' of the binaries localenv/build.sh builds.
 # Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes
 # what the registry lacks.
 #
@@ -22,7 +22,8 @@
 #        KAI_REF              the runner image's tag: by convention the KAI ref it was built from
 #        KAI_LOCALENV_VENDOR_DIR  the source archives of the fake GPU operator (default ../shared/vendor)
 # Needs: root (buildah's storage, mmdebstrap's chroot), buildah and mmdebstrap (Debian packages; build.sh
-#        installs them), git, Go, and crane (localenv/build.sh builds it into the cache).
+#        installs them), git, Go, and crane, kubectl and Prometheus (localenv/build.sh builds them into
+#        the cache).
 # mmdebstrap runs its hooks with the chroot as "$1": the single quotes of the hooks are meant.
 # shellcheck disable=SC2016
 set -euo pipefail
@@ -58,9 +59,9 @@ KAI_GONOSUMDB="github.com/run-ai"
 # (as on these machines) the host's store is the one that reaches PyPI and the module proxy.
 CA_BUNDLE="/etc/ssl/certs/ca-certificates.crt"
 export GOTOOLCHAIN=local
-# As in localenv/build.sh: the binaries are stripped, so the compiler makes no debug information. The
-# runner's suite is compiled with the same flags as KAI's services, so that it reuses their packages.
-export GOFLAGS="-gcflags=all=-dwarf=false"
+# As in localenv/build.sh: the binaries are linked stripped, so the compiler makes no debug information.
+# The runner's suite is compiled with the same flags as KAI's services, so that it reuses their packages.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false"
 
 fail() {
   echo "localenv images: $*" >&2
@@ -302,7 +303,7 @@ runner_image() { # <KAI source dir> <KAI commit> <go base> <python base>
   local key image log started=$SECONDS
   # shellcheck disable=SC2046 # one path per word: the repository's paths have no spaces
   # With the build's command (the function's text, without its comments) and buildah's version.
-  key="$({ cat $(runner_inputs); printf '%s\n' "$2" "$3" "$4" "$KAI_REF" "$KAI_GONOSUMDB"; declare -f build_runner
+  key="$({ cat $(runner_inputs); printf '%s\n' "$2" "$3" "$4" "$KAI_REF" "$KAI_GONOSUMDB" "$GOFLAGS"; declare -f build_runner
     buildah --version; } | sha256sum | cut -c1-12)"
   image="localhost/kai-scale-pipeline/runner:$key"
   if ! image_exists "$image"; then
@@ -442,9 +443,10 @@ PROMETHEUS_OPERATOR_VERSION="v0.76.2"
 PROMETHEUS_OPERATOR_TAG="v0.76.1"
 # Its go.mod replaces these nested modules by their directories, which its module zip leaves out.
 PROMETHEUS_OPERATOR_SUBMODULES=(pkg/apis/monitoring pkg/client)
-# Module v0.54.1 is Prometheus 2.54.1, whose binaries localenv/build.sh builds (kwokctl runs them too).
+# Prometheus 2.54.1 (module v0.54.1), whose binaries localenv/build.sh builds (kwokctl runs them too); the
+# image takes its configuration and console files from the module.
 PROMETHEUS_MODULE="github.com/prometheus/prometheus"
-PROMETHEUS_VERSION="v0.54.1"
+PROMETHEUS_MODULE_VERSION="v0.54.1"
 PROMETHEUS_TAG="v2.54.1"
 KUBE_STATE_METRICS_MODULE="k8s.io/kube-state-metrics/v2"
 KUBE_STATE_METRICS_VERSION="v2.13.0"
@@ -487,7 +489,7 @@ monitoring_images() {
     project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
       --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
   done
-  source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_VERSION")"
+  source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_MODULE_VERSION")"
   binaries="$(dirname "$(readlink -f "$cache_root/bin/current/prometheus")")"
   [[ -x "$binaries/promtool" && "$("$binaries/prometheus" --version)" == *"version ${PROMETHEUS_TAG#v} "* ]] ||
     fail "no Prometheus ${PROMETHEUS_TAG#v} and its promtool in $cache_root/bin/current: run localenv/build.sh"
