@@ -99,10 +99,14 @@ def ready_nodes(core: client.CoreV1Api) -> int:
     return count
 
 
-def install_kwok_operator(environment: LocalEnvironment) -> None:
-    """Install kwok-operator as a run's setup does: the pipeline's own step, on the local exports."""
+def install_kwok_and_kwok_operator(environment: LocalEnvironment) -> None:
+    """Install KWOK and kwok-operator as a run's setup does: the pipeline's own steps.
+
+    (KWOK's controller makes the pool's nodes Ready; a fresh environment has neither, as a real cluster.)
+    """
     os.environ.update(environment.exports())
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    cluster_tasks.install_kwok(settings=settings)
     cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
 
 
@@ -164,7 +168,7 @@ def main() -> None:
             )
         )
     if environment.config.real_node:
-        install_kwok_operator(environment)
+        install_kwok_and_kwok_operator(environment)
     else:
         rows.append(("nodes Ready", "not measured: kwok-operator's pod needs the real node"))
     for count in options.nodes if environment.config.real_node else []:

@@ -129,3 +129,17 @@ def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
         )
     assert "warm `local-up`" in output
     assert "| nodes Ready | not measured: kwok-operator's pod needs the real node |" in output
+
+
+@pytest.mark.restarts_local_env
+def test_local_env_on_the_session_environment_makes_its_pool_ready(local_env: LocalEnvironment) -> None:
+    """With the real node: KWOK and kwok-operator installed by the pipeline's own steps, nodes Ready.
+
+    The benchmark restarts the session's environment (its warm start), so this runs with the others
+    that restart it, last; the environment is up again after it.
+    """
+    output = _run("local_env.py", "--nodes", "1")
+    assert "| runner pod from creation to Running on kai-system (pull Always), 5 pods | median" in output
+    assert "| 1 nodes Ready after the NodePool is applied |" in output
+    assert "| RSS at 1 nodes: total |" in output
+    assert local_env.is_up()
