@@ -17,7 +17,7 @@ SCENARIOS ?= sanity-fill-cluster whole-gpu-pending-background reclaim-full-node
 # make calibrate: how many of the newest comparable runs, and the margin in the bad direction.
 LAST ?= 5
 MARGIN ?= 0.2
-# Where `make view` serves Airflow's UI (Airflow's own default port).
+# Where `make demo` and `make view` serve the deployed Airflow's UI on loopback (Airflow's own port).
 VIEW_PORT ?= 8080
 
 .PHONY: help venv test lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
@@ -71,10 +71,10 @@ browser: ## headless Chromium and its driver for the browser test (Debian's, ins
 local-up: local-deps ## start the local cluster (control plane, the real node, registry) and S3 endpoint
 	$(BIN)/python -m localenv up
 
-demo: local-up ## run the nightly DAG once on the local environment (NODE_COUNT=100, SCENARIOS: the local set) and print the results
+demo: local-up ## deploy Airflow (official chart, Postgres, KubernetesExecutor), run the nightly DAG once through its REST API (NODE_COUNT=100, SCENARIOS: the local set), print the results; its UI stays up
 	$(BIN)/python -m localenv.demo --node-count $(DEMO_NODES) --scenarios "$(SCENARIOS)" --view-port $(VIEW_PORT)
 
-view: local-up ## Airflow's UI on the demo's runs with the trend view ("Scale tests"), on localhost:8080 (VIEW_PORT)
+view: local-up ## the deployed Airflow's UI with the trend view ("Scale tests") on localhost:8080 (VIEW_PORT), up until local-down
 	$(BIN)/python -m localenv.demo --serve-view --view-port $(VIEW_PORT)
 
 local-down: venv ## stop everything local-up started
@@ -93,11 +93,12 @@ bench: local-deps ## benchmarks (results go to docs/benchmarks.md by hand)
 calibrate: venv ## propose thresholds YAML from the published history (NODE_COUNT, LAST=5, MARGIN=0.2; the DAG's KAI_SCALE_AWS_CONN_ID, KAI_SCALE_RESULTS_BUCKET, KAI_SCALE_RESULTS_PREFIX)
 	@$(BIN)/python -m kai_scale.publishing.calibrate --node-count $(NODE_COUNT) --last $(LAST) --margin $(MARGIN)
 
-lock: ## re-resolve the locks: requirements*.txt (pipeline, dev) and packages/runner/requirements.txt
+lock: ## re-resolve the locks: requirements*.txt (pipeline, dev), the runner's and the local stand-in Airflow image's
 	test -x $(BIN)/uv || { $(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet uv==$(UV_VERSION); }
 	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.txt
 	$(BIN)/uv pip compile --quiet --python-version 3.11 requirements-dev.in -o requirements-dev.txt
 	cd packages/runner && ../../$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.txt
+	cd localenv/images/airflow && ../../../$(BIN)/uv pip compile --quiet --python-version 3.11 requirements.in -o requirements.txt
 
 clean: local-down ## stop the local environment and remove the virtual environment
 	rm -rf $(VENV)

@@ -1,36 +1,45 @@
-"""Pipeline overhead outside the runner pods, for the shipped scenarios.
+"""Pipeline overhead outside the runner pods, worker pod start-up and Airflow's memory, on the deployment.
 
 Usage: ``.venv/bin/python benchmarks/pipeline_overhead.py [--node-count 500] [--scenarios a b]`` with
 the local environment up (by default every enabled scenario, KAI's suite on the environment's KAI).
-Runs the nightly DAG once with dag.test() and splits its wall time into the time the runners spent on
-their scenarios (from each outcome.json) and everything else: setup, pod start-up, log streaming, the
-summary and teardown. Prints a Markdown table. It publishes into a bucket of its own and an Airflow
-home of its own, both removed at the end: the environment's history is untouched.
+Runs the nightly DAG once on the chart-deployed Airflow (localenv.airflow, as ``make demo`` deploys
+it) through its REST API and reports:
+
+- the run's wall time split into the time the runners spent on their scenarios (from each
+  outcome.json) and everything else: setup, worker and runner pod start-up, the summary, teardown and
+  the scheduling gaps between tasks;
+- each task's worker pod from queued to running its code (the task instance's ``queued_when`` to its
+  ``start_date``): median and maximum over the run;
+- the memory of Airflow's pods in the cluster (its namespace's containers, working set, from the
+  monitoring stack's Prometheus, which scrapes the kubelet's cAdvisor): its peak during the run.
+
+It publishes into a bucket of its own (task logs included), removed at the end: the environment's
+history is untouched. The release is upgraded to point at that bucket, and back by the next deploy.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import sys
-import tempfile
+import socket
+import statistics
 import time
 from datetime import datetime
-from pathlib import Path
+from typing import Any
 
-from localenv.demo import prepare_airflow
+import httpx
+
+from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment, Overrides
+from localenv.demo import follow, run_path, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
 
-REPO = Path(__file__).resolve().parents[1]
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _seconds(start: str, end: str) -> float:
-    def parse(text: str) -> datetime:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-    return (parse(end) - parse(start)).total_seconds()
+    return (_time(end) - _time(start)).total_seconds()
 
 
 def main() -> None:
@@ -41,30 +50,37 @@ def main() -> None:
     )
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
-    airflow_home = Path(tempfile.mkdtemp(prefix="airflow-bench-"))
-    try:
-        with environment.scratch_bucket() as bucket:
-            prepare_airflow(environment, airflow_home=airflow_home)
-            os.environ["KAI_SCALE_RESULTS_BUCKET"] = bucket
-            _measure(options.node_count, options.scenarios)
-    finally:
-        shutil.rmtree(airflow_home, ignore_errors=True)
+    deployment = AirflowDeployment(environment)
+    with socket.socket() as probe:  # a free loopback port for the UI's port-forward
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    with environment.scratch_bucket() as bucket:
+        deployment.deploy(
+            Overrides(
+                env={"KAI_SCALE_RESULTS_BUCKET": bucket},
+                config={"logging": {"remote_base_log_folder": f"s3://{bucket}/airflow-logs"}},
+            )
+        )
+        api = AirflowApi(deployment.serve_ui(port))
+        try:
+            _measure(environment, api, options.node_count, options.scenarios)
+        finally:
+            api.close()
+            deployment.stop_ui(port)
 
 
-def _measure(node_count: int, scenarios: list[str]) -> None:
-    sys.path[:0] = [str(REPO / "dags")]
-    import kai_scale_nightly  # noqa: PLC0415 - after Airflow is configured
-
-    started = time.monotonic()
+def _measure(environment: LocalEnvironment, api: AirflowApi, node_count: int, scenarios: list[str]) -> None:
+    wait_for_dag(api)
     conf = {"node_count": node_count, **({"scenarios": scenarios} if scenarios else {})}
-    dag_run = kai_scale_nightly.dag.test(run_conf=conf)
-    wall = time.monotonic() - started
-    summary = dag_run.get_task_instance("publish_results").xcom_pull(
-        task_ids="publish_results", key="run_summary"
-    )
-    durations = {ti.task_id: ti.duration or 0.0 for ti in dag_run.get_task_instances()}
+    run_id = trigger(api, conf)
+    state = follow(api, run_id)
+    run = api.get(run_path(run_id))
+    wall = _seconds(run["start_date"], run["end_date"])
+    summary = run_summary(api, run_id) or {"scenarios": []}
+    instances = {ti["task_id"]: ti for ti in task_instances(api, run_id)}
+    durations = {task: ti["duration"] or 0.0 for task, ti in instances.items()}
     in_runners = 0.0
-    print(f"| {node_count} nodes, run {dag_run.state} | seconds |")
+    print(f"| {node_count} nodes, run {state} | seconds |")
     print("|---|---|")
     for entry in summary["scenarios"]:
         outcome = entry["outcome"]
@@ -76,10 +92,40 @@ def _measure(node_count: int, scenarios: list[str]) -> None:
             print(f"| {label} | {seconds:.0f} / {durations[task]:.1f} |")
     setup = sum(v for k, v in durations.items() if k.startswith("setup."))
     print(f"| setup tasks | {setup:.1f} |")
-    closing = sum(durations[t] for t in ("collect_metrics", "publish_results", "tear_down_environment"))
+    closing = sum(
+        durations.get(t, 0.0) for t in ("collect_metrics", "publish_results", "tear_down_environment")
+    )
     print(f"| metrics + publishing + teardown | {closing:.1f} |")
-    print(f"| whole run (dag.test wall time) | {wall:.1f} |")
+    print(f"| whole run (the DAG run's start to end) | {wall:.1f} |")
     print(f"| **overhead outside runner pods** | **{wall - in_runners:.1f}** |")
+    waits = [
+        _seconds(ti["queued_when"], ti["start_date"])
+        for ti in instances.values()
+        if ti.get("queued_when") and ti.get("start_date")
+    ]
+    if waits:
+        spread = f"median {statistics.median(waits):.1f}, max {max(waits):.1f}"
+        print(f"| worker pod from queued to running, {len(waits)} tasks | {spread} |")
+    print(f"| Airflow's pods' memory, peak during the run | {_airflow_memory(environment, run)} |")
+
+
+def _airflow_memory(environment: LocalEnvironment, run: dict[str, Any]) -> str:
+    """The peak working set of the Airflow namespace's containers between the run's start and end."""
+    prometheus = environment.monitoring_prometheus_url()
+    start, end = _time(run["start_date"]).timestamp(), _time(run["end_date"]).timestamp()
+    query = (
+        f'max_over_time(sum(container_memory_working_set_bytes{{namespace="{NAMESPACE}",container!=""}})'
+        f"[{max(60, int(end - start))}s:15s])"
+    )
+    time.sleep(20)  # one more scrape after the run's end
+    try:
+        answer = httpx.get(f"{prometheus}/api/v1/query", params={"query": query, "time": end}, timeout=30)
+        result = answer.json()["data"]["result"]
+    except (httpx.HTTPError, KeyError, ValueError) as error:
+        return f"not measured: {error}"
+    if not result:
+        return "not measured: no cAdvisor series for the namespace"
+    return f"{float(result[0]['value'][1]) / 2**20:.0f} MiB"
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ settings = PipelineSettings.from_environment(
 )
 dag = build_nightly_dag(
     dag_id="kai_scale_nightly",
-    scenarios=load_scenarios(settings.include_dir / "scenarios"),
+    scenarios=load_scenarios(settings.scenarios_dir),
     doc_md=__doc__ or "",
     settings=settings,
 )

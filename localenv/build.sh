@@ -25,8 +25,9 @@ CONTAINERD_VERSION="v2.3.7"
 RUNC_VERSION="v1.3.6"
 # Debian packages the real node needs: the iptables and nft commands (kube-proxy, the kubelet, the
 # pod network's guard), libseccomp for runc (pods that ask for the RuntimeDefault seccomp profile), and
-# buildah and mmdebstrap for localenv/images.sh (the runner image from its Dockerfile, without Docker).
-DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev buildah mmdebstrap git)
+# buildah and mmdebstrap for localenv/images.sh (the runner image from its Dockerfile, without Docker),
+# and PostgreSQL 15, the Airflow deployment's metadata database (localenv/postgres.py).
+DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev buildah mmdebstrap git postgresql-15)
 # Prometheus 2.x: the monitoring chart's (its image's binaries, and kwokctl's Prometheus without the
 # node). Its module's version is v0.X.Y for release 2.X.Y.
 PROMETHEUS_VERSION="v2.54.1"
@@ -164,6 +165,10 @@ require_debian_packages() {
   [[ "$(id -u)" == 0 ]] ||
     fail "missing Debian packages: ${missing[*]}; install them: sudo apt-get install ${missing[*]}"
   echo "installing Debian packages: ${missing[*]} (log: $log_dir/apt.log)" >&2
+  # PostgreSQL's package would create and start a cluster of the machine's own: localenv runs its own.
+  if [[ ! -e /etc/postgresql-common/createcluster.conf ]]; then
+    mkdir -p /etc/postgresql-common && echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+  fi
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; } \
     >"$log_dir/apt.log" 2>&1 || fail "apt-get install ${missing[*]} failed; see $log_dir/apt.log"
 }

@@ -38,6 +38,9 @@ class VendorChart:
     """Directories in the archive of the charts it depends on (helm wants them in its charts/)."""
     stamp_version: bool = False
     """Whether the source's Chart.yaml has a placeholder version that the release sets."""
+    absent_dependencies: tuple[str, ...] = ()
+    """Dependencies its release bundles but its source lacks, all behind a condition that the values
+    turn off: helm wants a chart of each name in charts/ even then, so an empty one takes its place."""
 
     @property
     def reference(self) -> str:
@@ -70,6 +73,17 @@ VENDOR_CHARTS = (
         ),
     ),
 )
+# The official Apache Airflow chart (the deployment's, deploy/airflow/values.yaml). Its release, from
+# airflow.apache.org, bundles Bitnami's postgresql chart; its source does not, and the deployment turns
+# it off (postgresql.enabled: false, an external database).
+AIRFLOW_CHART = VendorChart(
+    name="airflow",
+    version="1.21.0",
+    archive="apache-airflow-chart-1.21.0.tar.gz",
+    path="apache-airflow/chart",
+    oci_repository="airflow.apache.org/charts",
+    absent_dependencies=("postgresql",),
+)
 # The OCI registries the charts come from: the setup's source mirrors point them at the local registry.
 CHART_REGISTRIES = tuple(sorted({chart.oci_repository.split("/", 1)[0] for chart in VENDOR_CHARTS}))
 
@@ -89,8 +103,8 @@ class ChartPusher:
         self.log_path = log_path
 
     def push_all(self) -> None:
-        """Every chart of VENDOR_CHARTS, once."""
-        for chart in VENDOR_CHARTS:
+        """Every chart of VENDOR_CHARTS and the Airflow chart, once."""
+        for chart in (*VENDOR_CHARTS, AIRFLOW_CHART):
             if not self.has(chart):
                 self.push(chart)
 
@@ -105,27 +119,38 @@ class ChartPusher:
 
     def push(self, chart: VendorChart) -> None:
         """Package the chart from its archive (its dependencies beside it) and push it."""
+        with tempfile.TemporaryDirectory() as scratch:
+            packaged = self.package(chart, Path(scratch))
+            self._helm("push", str(packaged), f"oci://{self.registry}/{chart.oci_repository}")
+
+    def package(self, chart: VendorChart, work: Path) -> Path:
+        """The chart packaged from its archive in ``work``, its dependencies beside it: the .tgz."""
         archive = self.vendor / chart.archive
         if not archive.exists():
             raise ComponentError(
                 f"charts: {archive} not found; set KAI_LOCALENV_VENDOR_DIR to a directory holding "
                 f"{chart.archive} (a `git archive` of the chart's source, see README)"
             )
-        with tempfile.TemporaryDirectory() as scratch:
-            work = Path(scratch)
-            with tarfile.open(archive) as source:
-                source.extractall(work, filter="data")
-            chart_dir = work / chart.path
-            for dependency in chart.dependencies:
-                shutil.copytree(work / dependency, chart_dir / "charts" / Path(dependency).name)
-            package = ["package", str(chart_dir), "--destination", str(work)]
-            if chart.stamp_version:
-                package += ["--version", chart.version, "--app-version", chart.version]
-            self._helm(*package)
-            packaged = work / f"{chart.name}-{chart.version}.tgz"
-            if not packaged.exists():
-                raise ComponentError(f"charts: {chart.archive} holds no {chart.name} {chart.version}")
-            self._helm("push", str(packaged), f"oci://{self.registry}/{chart.oci_repository}")
+        with tarfile.open(archive) as source:
+            source.extractall(work, filter="data")
+        chart_dir = work / chart.path
+        for dependency in chart.dependencies:
+            shutil.copytree(work / dependency, chart_dir / "charts" / Path(dependency).name)
+        for name in chart.absent_dependencies:
+            empty = chart_dir / "charts" / name
+            empty.mkdir(parents=True)
+            (empty / "Chart.yaml").write_text(
+                f"apiVersion: v2\nname: {name}\nversion: 0.0.0\n"
+                "description: empty stand-in for a dependency the source lacks and the values turn off\n"
+            )
+        package = ["package", str(chart_dir), "--destination", str(work)]
+        if chart.stamp_version:
+            package += ["--version", chart.version, "--app-version", chart.version]
+        self._helm(*package)
+        packaged = work / f"{chart.name}-{chart.version}.tgz"
+        if not packaged.exists():
+            raise ComponentError(f"charts: {chart.archive} holds no {chart.name} {chart.version}")
+        return packaged
 
     def _helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         # The registry speaks plain HTTP, on loopback.

@@ -37,6 +37,7 @@ from localenv.node import (
     NodeConfig,
     RealNode,
 )
+from localenv.postgres import PostgresServer, data_dir_for
 from localenv.processes import ComponentError
 from localenv.registry import LocalRegistry, StaticImage
 from localenv.settings import Settings
@@ -83,8 +84,9 @@ NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
 # The cluster's NodePorts: Kubernetes' default range less its top, where kwokctl's components listen.
 NODE_PORT_RANGE = "30000-32699"
-# Processes localenv runs itself, in start order.
-OWN_COMPONENTS = ("s3",)
+# Processes localenv runs itself, in start order: the S3 endpoint; with the node, the manifest mirror
+# over HTTP for the Airflow deployment's worker pods (and the database, PostgresServer).
+OWN_COMPONENTS = ("s3", "mirror")
 UP_TIMEOUT_SECONDS = 120
 
 
@@ -126,9 +128,10 @@ class LocalEnvironment:
         states = {"kube-apiserver": self.api_ready()}
         if not self.config.real_node:
             states["prometheus"] = processes.port_in_use(self.config.ports.prometheus)
-        for name in OWN_COMPONENTS:
+        for name in self._own_components():
             states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
         if self.config.real_node:
+            states["postgres"] = self.postgres().running()
             states["pod network guard"] = self.config.pod_network.guard_installed()
             states["registry"] = self.registry().running()
             states.update(self.node().running())
@@ -147,7 +150,14 @@ class LocalEnvironment:
                 pki_dir=self.cluster_dir() / "pki",
                 api_server_port=config.ports.kube_apiserver,
                 kubelet_port=config.ports.kubelet,
-                pod_served_ports=(config.ports.s3,),
+                # What pods reach on this machine: S3, and for the Airflow deployment its database,
+                # the charts (helm in a worker pod) and the release manifests' mirror.
+                pod_served_ports=(
+                    config.ports.s3,
+                    config.ports.postgres,
+                    config.ports.registry,
+                    config.ports.mirror,
+                ),
                 registry=f"127.0.0.1:{config.ports.registry}",
             )
         )
@@ -162,6 +172,20 @@ class LocalEnvironment:
             logs_dir=config.logs_dir,
             run_dir=config.run_dir,
         )
+
+    def postgres(self) -> PostgresServer:
+        """The Airflow deployment's metadata database (with the real node)."""
+        config = self.config
+        return PostgresServer(
+            data_dir=data_dir_for(config.home),
+            port=config.ports.postgres,
+            pod_subnet=config.pod_subnet,
+            logs_dir=config.logs_dir,
+            run_dir=config.run_dir,
+        )
+
+    def _own_components(self) -> tuple[str, ...]:
+        return OWN_COMPONENTS if self.config.real_node else OWN_COMPONENTS[:1]
 
     def is_up(self) -> bool:
         """Whether every component runs."""
@@ -424,8 +448,14 @@ class LocalEnvironment:
         return "\n---\n".join(documents)
 
     def _start_own_components(self) -> None:
-        """Start the S3 endpoint (moto's server)."""
+        """Start the S3 endpoint (moto's server); with the node, the manifest mirror and the database."""
         config = self.config
+        if config.real_node:
+            config.mirror_dir.mkdir(parents=True, exist_ok=True)
+            mirror = [_python(), "-m", "http.server", str(config.ports.mirror), "--bind", "0.0.0.0"]
+            mirror += ["--directory", str(config.mirror_dir)]
+            processes.start(name="mirror", argv=mirror, log_dir=config.logs_dir, run_dir=config.run_dir)
+            self.postgres().start()
         argv = [
             str(Path(_python()).parent / "moto_server"),
             "-H",
@@ -520,6 +550,8 @@ class LocalEnvironment:
             shutil.copytree(self.cluster_logs_dir(), self.kept_cluster_logs_dir(), dirs_exist_ok=True)
         for name in reversed(OWN_COMPONENTS):
             processes.stop(name=name, run_dir=config.run_dir)
+        # Its data directory is outside the state directory (PostgreSQL's user cannot enter root's home).
+        self.postgres().remove()
         # What up did, not what the setting says now: the node left its snapshot if it started.
         had_node = config.real_node or self.node().snapshot_path.exists()
         if had_node:
@@ -630,15 +662,23 @@ class LocalEnvironment:
         node_port = profile["kube-prometheus-stack"]["prometheus.service.nodePort"]
         return f"http://{self.config.pod_network.gateway}:{node_port}"
 
-    def source_mirrors(self) -> list[dict[str, Any]]:
+    def source_mirrors(self, *, for_pods: bool = False) -> list[dict[str, Any]]:
         """The mirrors of what the setup installs (``KAI_SCALE_SOURCE_MIRRORS``).
 
-        The disk for release manifests; the local registry (with the real node) for the charts' OCI
-        registries, where charts.py pushes them.
+        The release manifests from the disk, and (with the real node) the charts' OCI registries from
+        the local registry, where charts.py pushes them. ``for_pods``: as the Airflow deployment's
+        worker pods reach them, on the pod bridge: the manifests over HTTP (the mirror component).
         """
-        mirrors: list[dict[str, Any]] = [manifest_mirror.mirror_rule(self.config.mirror_dir)]
-        if self.config.real_node:
+        config = self.config
+        mirrors: list[dict[str, Any]]
+        if for_pods:
+            gateway = config.pod_network.gateway
+            mirrors = [manifest_mirror.http_mirror_rule(f"http://{gateway}:{config.ports.mirror}/")]
+            registry = f"{gateway}:{config.ports.registry}"
+        else:
+            mirrors = [manifest_mirror.mirror_rule(config.mirror_dir)]
             registry = self.registry().address
+        if config.real_node:
             mirrors += [
                 {"upstream": f"oci://{name}/", "mirror": f"oci://{registry}/{name}/", "plain_http": True}
                 for name in CHART_REGISTRIES

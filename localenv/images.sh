@@ -7,7 +7,9 @@
 # - the fake GPU operator's (localenv/images/fake-gpu-operator), from its source archive;
 # - kwok-operator's and its metrics proxy's (localenv/images/kwok-operator), from their Go modules.
 # - the monitoring chart's (localenv/images/monitoring): prometheus-operator's and kube-state-metrics',
-#   from their Go modules, and Prometheus' of the binaries localenv/build.sh builds.
+#   from their Go modules, and Prometheus' of the binaries localenv/build.sh builds;
+# - the pipeline's Airflow image (docker/airflow/Dockerfile), on what stands here for the official
+#   apache/airflow image (localenv/images/airflow), built from PyPI and the official Dockerfile's scripts.
 # Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes
 # what the registry lacks.
 #
@@ -20,10 +22,11 @@
 #                             (default: the snapshot in ../shared/vendor beside the repository)
 #        KAI_COMMIT           KAI_SOURCE's commit, when it cannot be read from it
 #        KAI_REF              the runner image's tag: by convention the KAI ref it was built from
-#        KAI_LOCALENV_VENDOR_DIR  the source archives of the fake GPU operator (default ../shared/vendor)
+#        KAI_LOCALENV_VENDOR_DIR  the source archives of the fake GPU operator and of the official
+#                             Airflow Dockerfile (default ../shared/vendor)
 # Needs: root (buildah's storage, mmdebstrap's chroot), buildah and mmdebstrap (Debian packages; build.sh
-#        installs them), git, Go, and crane, kubectl and Prometheus (localenv/build.sh builds them into
-#        the cache).
+#        installs them), git, Go, and crane, kubectl, Prometheus and helm (localenv/build.sh builds them
+#        into the cache).
 # mmdebstrap runs its hooks with the chroot as "$1": the single quotes of the hooks are meant.
 # shellcheck disable=SC2016
 set -euo pipefail
@@ -531,6 +534,113 @@ fake_gpu_operator_images() {
   done
 }
 
+# --- The pipeline's Airflow image ---
+
+# The pipeline's Airflow image, under the name a deployment's values give it (deploy/airflow/values.yaml)
+# and tagged by its inputs: a changed image is a new tag, which `helm upgrade` rolls out.
+AIRFLOW_IMAGE="ghcr.io/kai-scale-pipeline/airflow"
+# The official image docker/airflow/Dockerfile builds on; what stands for it here gets its name.
+AIRFLOW_BASE_IMAGE="docker.io/apache/airflow:3.3.2-python3.11"
+AIRFLOW_CHART_ARCHIVE="apache-airflow-chart-1.21.0.tar.gz"
+# The official image's scripts that the chart relies on, inline in the official Dockerfile.
+AIRFLOW_SCRIPTS=(entrypoint_prod.sh clean-logs.sh)
+
+# Copies the heredoc `COPY <<"EOF" /<name>` of the official Dockerfile into <dir>/<name>, for each script.
+official_scripts() { # <dir>
+  local archive="$VENDOR_DIR/$AIRFLOW_CHART_ARCHIVE" dockerfile script
+  dockerfile="$(tar -xzOf "$archive" apache-airflow/Dockerfile)" || return 1
+  for script in "${AIRFLOW_SCRIPTS[@]}"; do
+    awk -v start="COPY <<\"EOF\" /$script" '$0 == start {on = 1; next} on && $0 == "EOF" {exit} on' \
+      <<<"$dockerfile" >"$1/$script"
+    [[ "$(head -c 2 "$1/$script")" == "#!" ]] || { echo "no $script in the official Dockerfile" >&2; return 1; }
+  done
+}
+
+airflow_base_image() {
+  local options scripts base image log
+  [[ -f "$VENDOR_DIR/$AIRFLOW_CHART_ARCHIVE" ]] ||
+    fail "no official Airflow chart and Dockerfile at $VENDOR_DIR/$AIRFLOW_CHART_ARCHIVE: set KAI_LOCALENV_VENDOR_DIR"
+  scripts="$images_root/airflow-scripts/$(key_of "$VENDOR_DIR/$AIRFLOW_CHART_ARCHIVE")"
+  cached_step airflow-scripts "$scripts" clean-logs.sh official_scripts "$scripts.tmp"
+  # The official image's Debian runtime for what it runs here: Python 3.11 with venv, dumb-init, and
+  # the libstdc++ its entrypoint preloads.
+  options=(--include=python3 --include=python3-venv --include=dumb-init --include=libstdc++6
+    --include=ca-certificates --include=passwd --include=procps)
+  base="$(debian_base airflow-os "localhost/kai-scale-pipeline/airflow-os:$DEBIAN_SUITE-$(base_key "${options[@]}" </dev/null)" \
+    --env LANG=C.UTF-8 -- "${options[@]}")"
+  # Keyed by the Dockerfile, the lock, the scripts and the base: the name is the official one, so the
+  # key is kept as a label and checked.
+  local key
+  key="$(key_of "$here/images/airflow/Dockerfile" "$here/images/airflow/requirements.txt" "$scripts"/* <(echo "$base"))"
+  if [[ "$(in_store inspect --type image --format '{{index .OCIv1.Config.Labels "kai-scale.stand-in-key"}}' "$AIRFLOW_BASE_IMAGE" 2>/dev/null)" != "$key" ]]; then
+    log="$log_dir/airflow-base-$key.log"
+    echo "building $AIRFLOW_BASE_IMAGE from PyPI (log: $log)" >&2
+    mkdir -p "$images_root/uv-cache"
+    in_store build --format docker --isolation chroot --network host --pull=never \
+      --volume "$CA_BUNDLE:$CA_BUNDLE:ro" --volume "$images_root/uv-cache:/tmp/.cache/uv" \
+      --build-context "scripts=$scripts" --build-arg "BASE_IMAGE=$base" --label "kai-scale.stand-in-key=$key" \
+      --tag "$AIRFLOW_BASE_IMAGE" --file "$here/images/airflow/Dockerfile" "$here/images/airflow" 2>&1 |
+      with_time >"$log" || fail "building $AIRFLOW_BASE_IMAGE failed; see $log"
+    in_store rmi --prune >/dev/null 2>&1 || true
+  fi
+}
+
+# The Airflow chart's statsd exporter (its statsd.enabled default), from its Go module, tagged as the
+# chart's values name it.
+STATSD_EXPORTER_MODULE="github.com/prometheus/statsd_exporter"
+STATSD_EXPORTER_VERSION="v0.29.0"
+
+statsd_exporter_image() {
+  local source binaries
+  source="$(module_dir "$STATSD_EXPORTER_MODULE" "$STATSD_EXPORTER_VERSION")"
+  binaries="$images_root/statsd-exporter-bin/$STATSD_EXPORTER_VERSION-$(go env GOVERSION)"
+  go_binaries "statsd-exporter-$STATSD_EXPORTER_VERSION" "$source" "$binaries" \
+    "$(version_ldflags "${STATSD_EXPORTER_VERSION#v}" "$STATSD_EXPORTER_VERSION")" .
+  project_image monitoring statsd-exporter "quay.io/prometheus/statsd-exporter:$STATSD_EXPORTER_VERSION" \
+    --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$(minimal_base)"
+}
+
+# The npm of the Airflow image's view-assets stage, from Debian (the official node image cannot be pulled).
+node_base() {
+  local options=(--include=npm --include=ca-certificates)
+  debian_base node-base "localhost/kai-scale-pipeline/node-base:$DEBIAN_SUITE-$(base_key "${options[@]}" </dev/null)" \
+    --env NODE_EXTRA_CA_CERTS="$CA_BUNDLE" -- "${options[@]}"
+}
+
+# What the Airflow image's build copies from the repository (less what .dockerignore leaves out).
+airflow_inputs() {
+  echo "$repo/docker/airflow/Dockerfile" "$repo/.dockerignore" "$repo/requirements.txt"
+  (cd "$repo" && find dags plugins include packages/provider packages/model \
+    \( -name build -o -name '*.egg-info' -o -name __pycache__ -o -name .mypy_cache -o -name .ruff_cache \
+    -o -name node_modules -o -path packages/provider/src/kai_scale/views/static/vendor \) \
+    -prune -o -type f -print | LC_ALL=C sort | sed "s|^|$repo/|")
+}
+
+airflow_image() {
+  local helm="$cache_root/bin/helm/helm" node key image log started=$SECONDS
+  [[ -x "$helm" ]] || fail "no helm in $cache_root/bin/helm: run localenv/build.sh"
+  airflow_base_image
+  node="$(node_base)"
+  # shellcheck disable=SC2046 # one path per word: the repository's paths have no spaces
+  key="$({ cat $(airflow_inputs) "$helm"; printf '%s\n' "$node"
+    in_store inspect --type image --format '{{.FromImageID}}' "$AIRFLOW_BASE_IMAGE"; buildah --version; } |
+    sha256sum | cut -c1-12)"
+  image="localhost/kai-scale-pipeline/airflow:$key"
+  if ! image_exists "$image"; then
+    log="$log_dir/airflow-$key.log"
+    echo "building the Airflow image $image (log: $log)" >&2
+    in_store build --format docker --isolation chroot --network host --pull=never \
+      --volume "$CA_BUNDLE:$CA_BUNDLE:ro" --build-arg "NODE_IMAGE=$node" \
+      --build-context "helm-binary=$(dirname "$(readlink -f "$helm")")" \
+      --tag "$image" --file "$repo/docker/airflow/Dockerfile" "$repo" 2>&1 | with_time >"$log" ||
+      fail "building the Airflow image failed; see $log"
+    remove_superseded "$image"
+    echo "built the Airflow image in $((SECONDS - started)) s" >&2
+  fi
+  push_image "$image" "$registry/$AIRFLOW_IMAGE:$key" >/dev/null
+  echo "$AIRFLOW_IMAGE:$key"
+}
+
 # A checkout is checked before anything else; a tarball once it is extracted.
 [[ -d "$KAI_SOURCE" ]] && check_kai_source "$KAI_SOURCE"
 commit="$(kai_commit_of_source)"
@@ -546,8 +656,11 @@ python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
 # What was pushed, for localenv/kai.py (one key=value per line).
 runner_reference="$(push_runner "$runner")"
+airflow_reference="$(airflow_image)"
+statsd_exporter_image
 echo "runner=$runner_reference"
 echo "kai_commit=$commit"
 echo "kai_source=$source_dir"
 echo "kai_image_repository=$KAI_IMAGE_REPOSITORY"
 echo "kai_image_tag=${commit:0:12}"
+echo "airflow_image=$airflow_reference"

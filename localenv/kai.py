@@ -42,12 +42,17 @@ class BuiltImages:
     """The KAI source tree the images were built from: its chart is installed."""
     kai_image_repository: str
     kai_image_tag: str
+    airflow_image: str
+    """The pipeline's Airflow image, ``<repository>:<tag>`` under its upstream name."""
 
     @classmethod
     def parse(cls, output: str) -> BuiltImages:
         """Read images.sh's output; a missing key is a ComponentError naming it."""
         values = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
-        keys = ("runner", "kai_commit", "kai_source", "kai_image_repository", "kai_image_tag")
+        keys = [
+            *("runner", "kai_commit", "kai_source"),
+            *("kai_image_repository", "kai_image_tag", "airflow_image"),
+        ]
         missing = [key for key in keys if not values.get(key)]
         if missing:
             raise ComponentError(f"images: localenv/images.sh did not report {', '.join(missing)}")
@@ -57,6 +62,7 @@ class BuiltImages:
             kai_source=Path(values["kai_source"]),
             kai_image_repository=values["kai_image_repository"],
             kai_image_tag=values["kai_image_tag"],
+            airflow_image=values["airflow_image"],
         )
 
 

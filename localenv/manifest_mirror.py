@@ -4,7 +4,8 @@ This machine cannot download the release assets that include/manifests/installs.
 are rendered here from the same sources their releases are rendered from (kustomize of kwok's
 ``kustomize/`` tree and of kwok-operator's ``config/default``, each with the release's image tag) under
 ``<mirror>/github.com/<path of the asset>``.
-The local deployment's ``KAI_SCALE_SOURCE_MIRRORS`` points ``https://github.com/`` there (``file://``).
+The local deployment's ``KAI_SCALE_SOURCE_MIRRORS`` points ``https://github.com/`` there: ``file://`` on
+this machine, and over HTTP (the environment's ``mirror`` component) for the Airflow deployment's pods.
 """
 
 from __future__ import annotations
@@ -92,3 +93,8 @@ def write_kwok_operator_release(*, mirror: Path, kubectl: Callable[..., str]) ->
 def mirror_rule(mirror: Path) -> dict[str, str]:
     """The ``KAI_SCALE_SOURCE_MIRRORS`` rule that sends GitHub's release assets to the mirror."""
     return {"upstream": GITHUB, "mirror": f"file://{mirror / 'github.com'}/"}
+
+
+def http_mirror_rule(served_at: str) -> dict[str, str]:
+    """The same rule for the mirror directory served over HTTP at ``served_at`` (ending in ``/``)."""
+    return {"upstream": GITHUB, "mirror": f"{served_at}github.com/"}

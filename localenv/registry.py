@@ -56,7 +56,7 @@ class LocalRegistry:
         return processes.running_pid(name=COMPONENT, run_dir=self.run_dir) is not None
 
     def start(self) -> None:
-        """Serve ``storage`` on loopback over plain HTTP."""
+        """Serve ``storage`` over plain HTTP (loopback and the pod bridge)."""
         self.storage.mkdir(parents=True, exist_ok=True)
         config = self.run_dir / "registry.yml"
         config.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,9 @@ class LocalRegistry:
                         "filesystem": {"rootdirectory": str(self.storage)},
                         "delete": {"enabled": True},
                     },
-                    "http": {"addr": self.address},
+                    # Every address: helm in the Airflow deployment's worker pods pulls the charts on
+                    # the bridge; the pod network's guard lets only loopback and the bridge in.
+                    "http": {"addr": f":{self.port}"},
                 }
             )
         )

@@ -44,7 +44,11 @@ class Ports:
     kubelet: int = 10250
     """The real node's kubelet API (HTTPS), on the pod bridge's address."""
     registry: int = 25000
-    """The local OCI registry (HTTP) that serves the node's images."""
+    """The local OCI registry (HTTP) that serves the node's images and the charts."""
+    postgres: int = 25432
+    """The Airflow deployment's metadata database (PostgreSQL), with the real node."""
+    mirror: int = 28080
+    """The release manifests' mirror over HTTP (for the deployment's worker pods), with the real node."""
 
     @classmethod
     def from_environment(cls) -> Ports:
@@ -56,6 +60,8 @@ class Ports:
             s3=_port("S3", 29000),
             kubelet=_port("KUBELET", 10250),
             registry=_port("REGISTRY", 25000),
+            postgres=_port("POSTGRES", 25432),
+            mirror=_port("MIRROR", 28080),
         )
 
     def by_component(self) -> dict[str, int]:
@@ -66,6 +72,8 @@ class Ports:
             "prometheus": self.prometheus,
             "s3 (moto)": self.s3,
             "registry": self.registry,
+            "postgres": self.postgres,
+            "manifest mirror": self.mirror,
         }
 
 
@@ -188,11 +196,13 @@ class Settings:
     def own_ports(self) -> dict[str, int]:
         """The ports this environment listens on, by component.
 
-        With the node: the registry. Without it: kwokctl's kwok-controller and Prometheus (with the
-        node, the pipeline's setup installs them as pods).
+        With the node: the registry, the Airflow deployment's database and the manifest mirror. Without
+        it: kwokctl's kwok-controller and Prometheus (with the node, the pipeline's setup installs them
+        as pods).
         """
         ports = self.ports.by_component()
-        for name in ("kwok-controller", "prometheus") if self.real_node else ("registry",):
+        with_node_only = ("registry", "postgres", "manifest mirror")
+        for name in ("kwok-controller", "prometheus") if self.real_node else with_node_only:
             del ports[name]
         return ports
 

@@ -1,4 +1,8 @@
-"""Test session settings: Airflow runs from a throw-away home, on this repository's DAGs and plugins."""
+"""Test session settings: Airflow runs from a throw-away home, on this repository's DAGs and plugins.
+
+Its metadata database is a database of its own on the local environment's PostgreSQL, as the
+deployment's is (``tests/integration``'s ``airflow_db`` creates it); nothing connects before that.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from localenv import postgres
+from localenv.settings import Ports
+
 REPO = Path(__file__).resolve().parents[1]
+TESTS_DATABASE = "airflow_tests"
 
 # Set before anything imports Airflow: it reads its configuration once, at import.
 _AIRFLOW_HOME = tempfile.mkdtemp(prefix="kai-scale-airflow-")
@@ -19,6 +27,10 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = (
+    f"postgresql+psycopg2://{postgres.USER}:{postgres.PASSWORD}@127.0.0.1:{Ports.from_environment().postgres}"
+    f"/{TESTS_DATABASE}"
+)
 # The deployment setting the README asks for (Reliability): Kubernetes API calls of the pod operator
 # retried for about 90 s, so an API server restart does not fail a running scenario.
 os.environ["AIRFLOW__WORKERS__API_RETRIES"] = "10"

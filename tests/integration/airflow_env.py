@@ -30,7 +30,7 @@ DAG_ID = "kai_scale_nightly"  # dag.test() needs a DAG of this id in the DAGs fo
 
 
 def migrate_airflow_db() -> None:
-    """Create Airflow's metadata database (SQLite under AIRFLOW_HOME)."""
+    """Migrate the tests' Airflow metadata database (AIRFLOW__DATABASE__SQL_ALCHEMY_CONN)."""
     subprocess.run(
         [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
         check=True,

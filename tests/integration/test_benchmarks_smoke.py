@@ -89,7 +89,7 @@ def test_load_generator(local_env: LocalEnvironment) -> None:
     assert "pods (2 nodes)" in output
 
 
-@pytest.mark.usefixtures("airflow_on_local_env")
+@pytest.mark.usefixtures("airflow_deployment")
 def test_pipeline_overhead_leaves_the_environments_history_alone(local_env: LocalEnvironment) -> None:
     s3 = local_env.s3_client()
     history_before = _objects(s3, DEFAULT_BUCKET)
@@ -104,6 +104,8 @@ def test_pipeline_overhead_leaves_the_environments_history_alone(local_env: Loca
         timeout=900,
     )
     assert "overhead outside runner pods" in output
+    assert "worker pod from queued to running" in output
+    assert "| Airflow's pods' memory, peak during the run | " in output
     assert _objects(s3, DEFAULT_BUCKET) == history_before
     buckets = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
     assert not [name for name in buckets if name.startswith("kai-scale-bench-")]

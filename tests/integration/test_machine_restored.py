@@ -24,6 +24,8 @@ def test_down_leaves_the_machine_as_up_found_it(local_env: LocalEnvironment) -> 
     before = HostSnapshot.load(local_env.node().snapshot_path)
     assert before is not None, "up saves the machine's state before it changes anything"
     network = local_env.node().config.network
+    database = local_env.postgres()
+    assert database.answers()
     assert network.exists()
     assert network.guard_installed()
     local_env.down()
@@ -42,6 +44,8 @@ def test_down_leaves_the_machine_as_up_found_it(local_env: LocalEnvironment) -> 
         assert "veth" not in links
         assert not local_env.node().shim_socket_dir.exists()
         assert not config.home.exists()
+        assert not database.data_dir.exists(), "no database directory"
+        assert not [pid for pid in processes_under(str(database.data_dir))], "no database process"
     finally:
         local_env.up(node_count=0)
     assert local_env.is_up()

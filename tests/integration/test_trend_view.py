@@ -1,23 +1,16 @@
-"""The trend view as a person uses it: Airflow's api-server with the plugin, in headless Chromium.
+"""The trend view as a person uses it: the deployed Airflow's api-server with the plugin, in Chromium.
 
-A small history (passes, a failed scenario, a regression: ``trend_history``) is published to the S3
-endpoint the way the pipeline publishes; an ``airflow api-server`` of the test's own serves Airflow's
-UI with the plugin; Debian's chromium, driven through its chromedriver, signs in on Airflow's login
-page and goes through Runs, Trends and One run. Screenshots go to each test's output directory
+A small history (passes, a failed scenario, a regression: ``trend_history``) is published to the local
+S3 endpoint the way the pipeline publishes, under a prefix of the test's own, which the chart-deployed
+Airflow (localenv.airflow) is then pointed at (``KAI_SCALE_RESULTS_PREFIX``, a deployment setting).
+Debian's chromium, driven through its chromedriver, signs in on Airflow's login page as a user of the
+Viewer role and goes through Runs, Trends and One run. Screenshots go to each test's output directory
 (``tmp_path``).
-
-The S3 endpoint is the local environment's (its bucket, under a prefix of the test's own). To work on
-this file alone, give it an S3 endpoint of your own instead: ``KAI_SCALE_VIEW_TEST_S3_URL=http://
-127.0.0.1:<port>`` (e.g. ``.venv/bin/moto_server -p <port>``); nothing else of the environment is used.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import boto3
 import httpx
 import pytest
 from selenium import webdriver
@@ -39,7 +31,9 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
 from localenv import settings as localenv_settings
+from localenv.airflow import NAMESPACE, AirflowDeployment, Overrides
 from localenv.demo import VIEW_RUN_PATH
+from localenv.environment import LocalEnvironment
 from tests.trend_history import (
     FAILED_RUN,
     FAILURE_REASON,
@@ -52,8 +46,6 @@ from tests.trend_history import (
 )
 from tests.waiting import free_ports, wait_for
 
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
-OWN_S3 = "KAI_SCALE_VIEW_TEST_S3_URL"
 S3_VARIABLES = (
     "AWS_ENDPOINT_URL_S3",
     "AWS_ACCESS_KEY_ID",
@@ -69,48 +61,13 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 @pytest.fixture(scope="module")
-def s3_exports(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The variables that point Airflow and boto3 at the S3 endpoint and name the results bucket."""
-    endpoint = os.environ.get(OWN_S3)
-    if not endpoint:
-        exports: dict[str, str] = request.getfixturevalue("local_env").exports()
-        return {name: exports[name] for name in S3_VARIABLES}
-    credentials = {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    connection = {
-        "conn_type": "aws",
-        "login": "test",
-        "password": "test",
-        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
-    }
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-        region_name="us-east-1",
-    )
-    buckets = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
-    if localenv_settings.DEFAULT_BUCKET not in buckets:
-        s3.create_bucket(Bucket=localenv_settings.DEFAULT_BUCKET)
-    return {
-        **credentials,
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(connection),
-        "KAI_SCALE_RESULTS_BUCKET": localenv_settings.DEFAULT_BUCKET,
-    }
-
-
-@pytest.fixture(scope="module")
-def store(s3_exports: dict[str, str]) -> Iterator[ResultsBucketHook]:
+def store(local_env: LocalEnvironment) -> Iterator[ResultsBucketHook]:
     """The results bucket through the Airflow connection, as the pipeline and the view reach it."""
+    exports = local_env.exports()
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in s3_exports.items():
-            patch.setenv(name, value)
-        yield ResultsBucketHook(aws_conn_id="aws_default", bucket=s3_exports["KAI_SCALE_RESULTS_BUCKET"])
+        for name in S3_VARIABLES:
+            patch.setenv(name, exports[name])
+        yield ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
 
 
 @pytest.fixture(scope="module")
@@ -125,64 +82,37 @@ def history(store: ResultsBucketHook) -> Iterator[PublishedHistory]:
 
 @dataclass(frozen=True, kw_only=True)
 class AirflowUI:
-    """The running api-server and the user who may read the DAG's runs."""
+    """The deployed api-server on loopback and the user who may read the DAG's runs."""
 
     url: str
-    """Its address, ``http://127.0.0.1:<port>``."""
+    """Its address, ``http://localhost:<port>``."""
     password: str
-    """``USER``'s password (simple auth manager, role viewer)."""
-    log: Path
-    """The api-server's log."""
+    """``USER``'s password (a user of the Viewer role)."""
 
 
 @pytest.fixture(scope="module")
 def airflow_ui(
-    s3_exports: dict[str, str], history: PublishedHistory, tmp_path_factory: pytest.TempPathFactory
+    local_env: LocalEnvironment, airflow_deployment: AirflowDeployment, history: PublishedHistory
 ) -> Iterator[AirflowUI]:
-    """``airflow api-server`` on a fresh metadata database, with this repository's plugin, on a free port."""
-    home = tmp_path_factory.mktemp("trend-view-airflow")
+    """The deployment reading the history's prefix, with a Viewer, its UI on a free loopback port."""
+    airflow_deployment.deploy(Overrides(env={"KAI_SCALE_RESULTS_PREFIX": history.prefix}))
     password = secrets.token_urlsafe(12)
-    (home / "passwords.json").write_text(json.dumps({USER: password}))
+    local_env.kubectl(
+        *("-n", NAMESPACE, "exec", "deployment/airflow-api-server", "--"),
+        *("airflow", "users", "create", "--role", "Viewer", "--username", USER, "--password", password),
+        *("--email", f"{USER}@example.com", "--firstname", "Scale", "--lastname", "Reader"),
+    )
     (port,) = free_ports(1)
-    env = {
-        **os.environ,
-        **s3_exports,
-        "AIRFLOW_HOME": str(home),
-        "KAI_SCALE_RESULTS_PREFIX": history.prefix,
-        # A viewer: reading the DAG's runs is all the view asks for.
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
-    }
-    subprocess.run([AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
-    log = home / "api-server.log"
-    with log.open("ab") as output:
-        server = subprocess.Popen(
-            [AIRFLOW, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    ui = AirflowUI(url=f"http://127.0.0.1:{port}", password=password, log=log)
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{ui.url}/api/v2/monitor/health", timeout=5).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    url = airflow_deployment.serve_ui(port)
     try:
-        wait_for(healthy, timeout=180, what=f"the api-server to answer (log: {log})", interval=1)
-        yield ui
+        yield AirflowUI(url=url, password=password)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        airflow_deployment.stop_ui(port)
+        local_env.kubectl(
+            *("-n", NAMESPACE, "exec", "deployment/airflow-api-server", "--"),
+            *("airflow", "users", "delete", "--username", USER),
+            check=False,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +145,7 @@ def signed_in(browser: webdriver.Chrome, airflow_ui: AirflowUI) -> webdriver.Chr
     )
     browser.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(USER)
     browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(airflow_ui.password)
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    browser.find_element(By.CSS_SELECTOR, "[type=submit]").click()
     wait_for(lambda: browser.get_cookie("_token"), timeout=30, what="Airflow's session cookie")
     return browser
 

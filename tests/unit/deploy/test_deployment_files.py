@@ -86,13 +86,15 @@ def test_the_runner_image_installs_only_the_runner_and_the_model() -> None:
     assert "pip check" in runner
 
 
-def test_the_airflow_image_installs_the_provider_over_the_pipeline_lock() -> None:
+def test_the_airflow_image_installs_the_provider_over_the_pipeline_lock_and_carries_the_pipeline() -> None:
     airflow = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
     image = airflow.rsplit("\nFROM ", 1)[1]  # the last stage: the chart library's stage comes first
     copied = [
         line.split()[-2] for line in image.splitlines() if line.startswith("COPY ") and "--from" not in line
     ]
-    assert copied == ["requirements.txt", "packages/model", "packages/provider"]
+    assert copied == ["requirements.txt", "packages/model", "packages/provider", "dags", "plugins", "include"]
+    # Where the official image's AIRFLOW_HOME is, as the chart's values find them (no DAG volume).
+    assert "COPY --chown=50000:0 dags /opt/airflow/dags" in image
 
 
 def test_build_leftovers_stay_out_of_the_images() -> None:

@@ -16,6 +16,7 @@ kai_commit=d5bc503a146317e51037d89775d77172c6d12f71
 kai_source=/cache/kai-source/d5bc503a1463
 kai_image_repository=ghcr.io/kai-scheduler/kai-scheduler
 kai_image_tag=d5bc503a1463
+airflow_image=ghcr.io/kai-scale-pipeline/airflow:0123456789ab
 """
 
 
@@ -24,6 +25,7 @@ def test_images_sh_output_is_read() -> None:
     assert images.kai_source == Path("/cache/kai-source/d5bc503a1463")
     assert images.kai_image_tag == "d5bc503a1463"
     assert images.runner.endswith("@sha256:abc")
+    assert images.airflow_image == "ghcr.io/kai-scale-pipeline/airflow:0123456789ab"
 
 
 def test_a_missing_key_is_named() -> None:

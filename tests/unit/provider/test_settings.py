@@ -259,3 +259,13 @@ def test_charts_keep_their_values_unless_the_deployment_picks_a_values_profile(
         "KAI_SCALE_CHART_VALUES_PROFILE must name a chart values profile of "
         f"{REPO}/include/manifests/chart-values/ (default, local), got 'small'"
     )
+
+
+def test_the_scenarios_are_include_s_unless_the_deployment_mounts_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("KAI_SCALE_SCENARIOS_DIR", raising=False)
+    settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
+    assert settings.scenarios_dir == REPO / "include" / "scenarios"
+    monkeypatch.setenv("KAI_SCALE_SCENARIOS_DIR", str(tmp_path))
+    assert PipelineSettings.from_environment(default_include_dir=REPO / "include").scenarios_dir == tmp_path

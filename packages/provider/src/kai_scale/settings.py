@@ -277,6 +277,9 @@ class PipelineSettings:
 
     include_dir: Path
     """The ``include/`` directory: scenarios and manifests."""
+    scenarios_dir: Path
+    """``KAI_SCALE_SCENARIOS_DIR``: the scenario files (default ``include/scenarios``), e.g. a ConfigMap
+    mounted into Airflow's pods, to change the scenarios without building the image again."""
     source_mirrors: Sources
     """``KAI_SCALE_SOURCE_MIRRORS``: mirrors of the charts and manifests the setup installs."""
     skip_installs: frozenset[str]
@@ -329,6 +332,7 @@ class PipelineSettings:
             system_node_selector=_node_selector("KAI_SCALE_SYSTEM_NODE_SELECTOR"),
             system_tolerations=_tolerations("KAI_SCALE_SYSTEM_TOLERATIONS"),
             include_dir=include_dir,
+            scenarios_dir=Path(os.environ.get("KAI_SCALE_SCENARIOS_DIR", include_dir / "scenarios")),
             kai_tuning_profile=_tuning_profile("KAI_SCALE_KAI_TUNING_PROFILE", include_dir),
             chart_values_profile=_chart_values_profile(chart_values.PROFILE_VARIABLE, include_dir),
             source_mirrors=_source_mirrors(),

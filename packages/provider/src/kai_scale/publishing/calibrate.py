@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
         # The scenarios' detail_rules say which side of a detail is bad, as they do for the verdicts.
-        rules = detail_rules(load_scenarios(settings.include_dir / "scenarios"))
+        rules = detail_rules(load_scenarios(settings.scenarios_dir))
         runs = published_runs(settings, node_count=args.node_count, last=args.last)
         proposals = propose_thresholds(
             [run.tests for run in runs], last=args.last, margin=args.margin, rules=rules

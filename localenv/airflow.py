@@ -1,0 +1,384 @@
+"""Airflow as its users run it: the official Helm chart in the local cluster, on the local PostgreSQL.
+
+The release installs the chart the local registry serves (``localenv.charts.AIRFLOW_CHART``) with
+deploy/airflow/values.yaml, the local overlay deploy/airflow/values-local.yaml, and a third values
+file written here with what depends on this machine (the image's tag, addresses on the pod bridge).
+Before it, the Secrets values.yaml names are created as a deployer creates them: the database URL,
+the keys, the pipeline's connections and the target cluster's kubeconfig. The UI is served on
+loopback by ``kubectl port-forward``; ``AirflowApi`` is its REST client.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from localenv import postgres, processes, settings
+from localenv.charts import AIRFLOW_CHART
+from localenv.environment import LocalEnvironment
+from localenv.processes import ComponentError
+
+REPO = Path(__file__).resolve().parents[1]
+VALUES = REPO / "deploy" / "airflow" / "values.yaml"
+LOCAL_VALUES = REPO / "deploy" / "airflow" / "values-local.yaml"
+NAMESPACE = "airflow"
+RELEASE = "airflow"
+# What the chart runs, by kind/name, each awaited after an install or upgrade.
+WORKLOADS = (
+    "deployment/airflow-api-server",
+    "deployment/airflow-scheduler",
+    "deployment/airflow-dag-processor",
+    "deployment/airflow-triggerer",
+    "deployment/airflow-statsd",
+)
+API_SERVER_SERVICE = "service/airflow-api-server"
+API_SERVER_PORT = 8080
+# The first user values-local.yaml gives the chart's create-user job.
+ADMIN_USER = "admin"
+# The local deployment's, its UI served on loopback only.
+ADMIN_PASSWORD = "admin"
+# The UI's port-forward on loopback, one process per port: airflow-ui-<port>.
+UI_COMPONENT = "airflow-ui"
+# Where the task logs go (values.yaml's remote_base_log_folder), for the tests' reading.
+TASK_LOGS_PREFIX = "airflow-logs/"
+ROLLOUT_TIMEOUT_SECONDS = 600
+HELM_TIMEOUT = "15m"
+# Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
+KUBECONFIG_IN_POD = "/opt/airflow/secrets/target-cluster/kubeconfig"
+# The monitoring chart's Prometheus as pods reach it: its Service (installs.yaml's release and namespace).
+PROMETHEUS_IN_CLUSTER = ("kube-prometheus-stack-prometheus.monitoring.svc", 9090)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What a test gives the release over the local overlay, as a deployment's own values would."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Settings of every Airflow container and worker pod."""
+    config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """airflow.cfg values by section."""
+    files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Directories of files (a ConfigMap each, read-only), by where they are mounted."""
+
+
+class AirflowDeployment:
+    """The Airflow release of one local environment."""
+
+    def __init__(self, environment: LocalEnvironment) -> None:
+        self.environment = environment
+        self.config = environment.config
+
+    # ---- install ---------------------------------------------------------------------------------
+    def deploy(self, overrides: Overrides | None = None) -> bool:
+        """Install or upgrade the release when its inputs changed, then wait until it runs.
+
+        Returns whether helm ran (False: the running release already had these inputs).
+        """
+        if not self.config.real_node:
+            raise ComponentError("airflow: the deployment needs the real node (KAI_LOCALENV_REAL_NODE=1)")
+        image = self.environment.built_images().airflow_image
+        generated = self._write_machine_values(image, overrides or Overrides())
+        values = (VALUES, LOCAL_VALUES, generated)
+        digest = hashlib.sha256(
+            b"".join(path.read_bytes() for path in values) + AIRFLOW_CHART.version.encode()
+        ).hexdigest()
+        record = self.config.home / "airflow-release.sha256"
+        if record.exists() and record.read_text() == digest and self._release_deployed():
+            self.wait_ready()
+            return False
+        self._create_secrets()
+        self._helm_upgrade(values)
+        self.wait_ready()
+        record.write_text(digest)
+        return True
+
+    def _write_machine_values(self, image: str, overrides: Overrides) -> Path:
+        """The values that depend on this machine (image tag, addresses on the bridge); the overrides."""
+        mirrors = self.environment.source_mirrors(for_pods=True)
+        repository, tag = image.rsplit(":", 1)
+        env = {"KAI_SCALE_SOURCE_MIRRORS": json.dumps(mirrors), **overrides.env}
+        values: dict[str, Any] = {
+            "images": {"airflow": {"repository": repository, "tag": tag}},
+            # One string of env entries: helm adds it to the env list of the values files.
+            "extraEnv": yaml.safe_dump([{"name": name, "value": value} for name, value in env.items()]),
+        }
+        if overrides.config:
+            values["config"] = {section: dict(options) for section, options in overrides.config.items()}
+        if overrides.files:
+            # helm replaces lists: values.yaml's volumes, then one ConfigMap per directory.
+            base = yaml.safe_load(VALUES.read_text())
+            volumes, mounts, config_maps = list(base["volumes"]), list(base["volumeMounts"]), {}
+            for index, (mount_path, files) in enumerate(sorted(overrides.files.items())):
+                name = f"kai-scale-files-{index}"
+                config_maps[name] = {"data": yaml.safe_dump(dict(files))}
+                volumes.append({"name": name, "configMap": {"name": name}})
+                mounts.append({"name": name, "mountPath": mount_path, "readOnly": True})
+            values |= {"extraConfigMaps": config_maps, "volumes": volumes, "volumeMounts": mounts}
+        path = self.config.home / "airflow-values-machine.yaml"
+        path.write_text(yaml.safe_dump(values, sort_keys=False))
+        return path
+
+    def _create_secrets(self) -> None:
+        """The Secrets values.yaml names, as a deployer creates them (the keys only once)."""
+        config = self.config
+        gateway = config.pod_network.gateway
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        documents: list[dict[str, Any]] = [namespace]
+        documents.append(
+            _secret(
+                "airflow-metadata",
+                {
+                    "connection": f"postgresql+psycopg2://{postgres.USER}:{postgres.PASSWORD}@{gateway}:"
+                    f"{config.ports.postgres}/{postgres.DATABASE}"
+                },
+            )
+        )
+        aws = {
+            "conn_type": "aws",
+            "login": settings.S3_ACCESS_KEY,
+            "password": settings.S3_SECRET_KEY,
+            "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
+        }
+        host, port = PROMETHEUS_IN_CLUSTER
+        documents.append(
+            _secret(
+                "kai-scale-connections",
+                {
+                    "kubernetes_default": json.dumps(
+                        {"conn_type": "kubernetes", "extra": {"kube_config_path": KUBECONFIG_IN_POD}}
+                    ),
+                    "aws_default": json.dumps(aws),
+                    "prometheus_default": json.dumps(
+                        {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"}
+                    ),
+                },
+            )
+        )
+        documents.append(_secret("kai-scale-target-cluster", {"kubeconfig": self._kubeconfig_for_pods()}))
+        keys = ("-n", NAMESPACE, "get", "secret", "airflow-keys", "--ignore-not-found", "--output=name")
+        if not self.environment.kubectl(*keys, check=False).strip():
+            documents.append(
+                _secret(
+                    "airflow-keys",
+                    {
+                        "fernet-key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+                        "api-secret-key": secrets.token_urlsafe(32),
+                        "jwt-secret": secrets.token_urlsafe(32),
+                    },
+                )
+            )
+        manifest = "\n---\n".join(yaml.safe_dump(document) for document in documents)
+        self.environment.kubectl("apply", "-f", "-", input_text=manifest)
+
+    def _kubeconfig_for_pods(self) -> str:
+        """The admin kubeconfig, certificates inline, with the API server's address on the bridge."""
+        flat = yaml.safe_load(self.environment.kubectl("config", "view", "--raw", "--flatten", "--minify"))
+        for cluster in flat["clusters"]:
+            cluster["cluster"]["server"] = (
+                f"https://{self.config.pod_network.gateway}:{self.config.ports.kube_apiserver}"
+            )
+        return str(yaml.safe_dump(flat))
+
+    def _helm_upgrade(self, values: tuple[Path, ...]) -> None:
+        registry = self.environment.registry().address
+        log_path = self.config.logs_dir / "airflow-helm.log"
+        argv = [
+            str(self.config.helm_dir / "helm"),
+            "upgrade",
+            "--install",
+            RELEASE,
+            f"oci://{registry}/{AIRFLOW_CHART.reference}",
+            "--version",
+            AIRFLOW_CHART.version,
+            "--plain-http",
+            f"--namespace={NAMESPACE}",
+            f"--kubeconfig={self.config.kubeconfig}",
+            f"--timeout={HELM_TIMEOUT}",
+            *(f"--values={path}" for path in values),
+        ]
+        chart = f"chart {AIRFLOW_CHART.version}"
+        print(f"airflow: helm upgrade --install {RELEASE} ({chart}; log: {log_path})", flush=True)
+        with log_path.open("a") as log:
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            result = subprocess.run(argv, stdout=log, stderr=subprocess.PIPE, text=True, check=False)
+            log.write(result.stderr)
+        if result.returncode != 0:
+            said = result.stderr.strip().splitlines()
+            raise ComponentError(
+                f"airflow: helm upgrade of the chart failed: {said[-1] if said else 'no message'} "
+                f"({log_path}){self._diagnosis()}"
+            )
+
+    def _release_deployed(self) -> bool:
+        result = subprocess.run(
+            [
+                str(self.config.helm_dir / "helm"),
+                "status",
+                RELEASE,
+                f"--namespace={NAMESPACE}",
+                f"--kubeconfig={self.config.kubeconfig}",
+                "--output=json",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return result.returncode == 0 and json.loads(result.stdout)["info"]["status"] == "deployed"
+
+    def wait_ready(self) -> None:
+        """Until every workload of the release is rolled out; else raise naming the pod and its log."""
+        deadline = time.monotonic() + ROLLOUT_TIMEOUT_SECONDS
+        for workload in WORKLOADS:
+            remaining = max(1, int(deadline - time.monotonic()))
+            result = subprocess.run(
+                [
+                    str(self.config.bin_dir / "kubectl"),
+                    f"--kubeconfig={self.config.kubeconfig}",
+                    f"--namespace={NAMESPACE}",
+                    "rollout",
+                    "status",
+                    workload,
+                    f"--timeout={remaining}s",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                raise ComponentError(
+                    f"airflow: {workload} is not ready after {ROLLOUT_TIMEOUT_SECONDS} s: "
+                    f"{result.stderr.strip() or result.stdout.strip()}{self._diagnosis()}"
+                )
+
+    def _diagnosis(self) -> str:
+        """The first pod of the release that is not ready, and its last log lines; or nothing."""
+        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=False)
+        try:
+            pods = json.loads(listing)["items"]
+        except (json.JSONDecodeError, KeyError):
+            return ""
+        for pod in pods:
+            status = pod.get("status", {})
+            containers = [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]
+            if status.get("phase") == "Succeeded" or (containers and all(c.get("ready") for c in containers)):
+                continue
+            name = pod["metadata"]["name"]
+            waiting = [
+                f"{c['name']} {c['state'].get('waiting', {}).get('reason') or next(iter(c['state']))}"
+                for c in containers
+                if not c.get("ready")
+            ]
+            logs = ("-n", NAMESPACE, "logs", name, "--all-containers", "--tail=15")
+            tail = self.environment.kubectl(*logs, check=False).strip().splitlines() or ["(none)"]
+            state = "; ".join(waiting) or status.get("phase")
+            indented = "\n".join(f"    {line}" for line in tail)
+            return f"\n  pod {name} ({state}), its last log lines:\n{indented}"
+        return ""
+
+    # ---- the UI and its API ------------------------------------------------------------------------
+    def serve_ui(self, port: int) -> str:
+        """The api-server on ``127.0.0.1:port`` (kubectl port-forward, a process of the environment)."""
+        config = self.config
+        name = f"{UI_COMPONENT}-{port}"
+        if processes.running_pid(name=name, run_dir=config.run_dir) is None:
+            if processes.port_in_use(port):
+                raise ComponentError(
+                    f"airflow: port {port} is in use; stop what listens there or choose VIEW_PORT=<port>"
+                )
+            processes.start(
+                name=name,
+                argv=[
+                    str(config.bin_dir / "kubectl"),
+                    f"--kubeconfig={config.kubeconfig}",
+                    f"--namespace={NAMESPACE}",
+                    "port-forward",
+                    "--address=127.0.0.1",
+                    API_SERVER_SERVICE,
+                    f"{port}:{API_SERVER_PORT}",
+                ],
+                log_dir=config.logs_dir,
+                run_dir=config.run_dir,
+            )
+            processes.wait_until(
+                lambda: processes.port_in_use(port),
+                timeout=30,
+                component=name,
+                log_path=config.logs_dir / f"{name}.log",
+                what="forwarding the api-server",
+                alive=lambda: processes.running_pid(name=name, run_dir=config.run_dir) is not None,
+            )
+        return f"http://localhost:{port}"
+
+    def stop_ui(self, port: int) -> None:
+        """Stop serving the UI on ``port``."""
+        processes.stop(name=f"{UI_COMPONENT}-{port}", run_dir=self.config.run_dir)
+
+
+def _secret(name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "type": "Opaque",
+        "stringData": data,
+    }
+
+
+@dataclass
+class AirflowApi:
+    """Airflow's REST API (v2) as a user of the deployment calls it, logged in as ``user``."""
+
+    base_url: str
+    user: str = ADMIN_USER
+    password: str = ADMIN_PASSWORD
+
+    def __post_init__(self) -> None:
+        self._client = httpx.Client(base_url=self.base_url, timeout=60)
+        self._token: str | None = None
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def login(self) -> None:
+        """A token of the auth manager (FAB's /auth/token) for the calls after it."""
+        answer = self._client.post("/auth/token", json={"username": self.user, "password": self.password})
+        if answer.status_code not in (200, 201):
+            failure = f"{answer.status_code} {answer.text[:300]}"
+            raise ComponentError(f"airflow: logging in as {self.user} failed: {failure}")
+        self._token = answer.json()["access_token"]
+
+    def request(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """A call to ``/api/v2<path>``; logs in first, and again once when the token expired."""
+        if self._token is None:
+            self.login()
+        for attempt in (1, 2):
+            answer = self._client.request(
+                method, f"/api/v2{path}", headers={"Authorization": f"Bearer {self._token}"}, **options
+            )
+            if answer.status_code != 401 or attempt == 2:
+                return answer
+            self.login()
+        raise AssertionError("unreachable")
+
+    def get(self, path: str, **options: Any) -> Any:
+        """The JSON of a GET that must succeed."""
+        answer = self.request("GET", path, **options)
+        if answer.status_code != 200:
+            raise ComponentError(f"airflow: GET {path}: {answer.status_code} {answer.text[:300]}")
+        return answer.json()
