@@ -1,7 +1,8 @@
 """Pipeline overhead outside the runner pods, worker pod start-up and Airflow's memory, on the deployment.
 
 Usage: ``.venv/bin/python benchmarks/pipeline_overhead.py [--node-count 500] [--scenarios a b]`` with
-the local environment up (by default every enabled scenario, KAI's suite on the environment's KAI).
+the local environment up (by default every enabled scenario, KAI's suite on the environment's KAI),
+or ``--run-id <Airflow run id>`` to read a finished run of the deployment instead of starting one.
 Runs the nightly DAG once on the chart-deployed Airflow (localenv.airflow, as ``make demo`` deploys
 it) through its REST API and reports:
 
@@ -48,12 +49,21 @@ def main() -> None:
     parser.add_argument(
         "--scenarios", nargs="+", default=[], help="the scenarios to run (default: enabled ones)"
     )
+    parser.add_argument("--run-id", help="a finished run of the deployment to read, instead of starting one")
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
     deployment = AirflowDeployment(environment)
     with socket.socket() as probe:  # a free loopback port for the UI's port-forward
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
+    if options.run_id:
+        api = AirflowApi(deployment.serve_ui(port))
+        try:
+            _report(environment, api, options.run_id)
+        finally:
+            api.close()
+            deployment.stop_ui(port)
+        return
     with environment.scratch_bucket() as bucket:
         deployment.deploy(
             Overrides(
@@ -73,8 +83,13 @@ def _measure(environment: LocalEnvironment, api: AirflowApi, node_count: int, sc
     wait_for_dag(api)
     conf = {"node_count": node_count, **({"scenarios": scenarios} if scenarios else {})}
     run_id = trigger(api, conf)
-    state = follow(api, run_id)
+    follow(api, run_id)
+    _report(environment, api, run_id)
+
+
+def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None:
     run = api.get(run_path(run_id))
+    state, node_count = run["state"], (run.get("conf") or {}).get("node_count", "?")
     wall = _seconds(run["start_date"], run["end_date"])
     summary = run_summary(api, run_id) or {"scenarios": []}
     instances = {ti["task_id"]: ti for ti in task_instances(api, run_id)}

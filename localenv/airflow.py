@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import secrets
+import shlex
 import subprocess
 import time
 from collections.abc import Mapping
@@ -54,6 +55,8 @@ UI_COMPONENT = "airflow-ui"
 TASK_LOGS_PREFIX = "airflow-logs/"
 ROLLOUT_TIMEOUT_SECONDS = 600
 HELM_TIMEOUT = "15m"
+# How long the REST client waits for an api-server that does not answer (a restarting pod).
+RECONNECT_SECONDS = 180
 # Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
 KUBECONFIG_IN_POD = "/opt/airflow/secrets/target-cluster/kubeconfig"
 # The monitoring chart's Prometheus as pods reach it: its Service (installs.yaml's release and namespace).
@@ -290,9 +293,30 @@ class AirflowDeployment:
             return f"\n  pod {name} ({state}), its last log lines:\n{indented}"
         return ""
 
+    def uninstall(self) -> None:
+        """Remove the release and its namespace (the database keeps its tables, as a managed one does)."""
+        subprocess.run(
+            [
+                str(self.config.helm_dir / "helm"),
+                "uninstall",
+                RELEASE,
+                f"--namespace={NAMESPACE}",
+                f"--kubeconfig={self.config.kubeconfig}",
+                "--wait",
+            ],
+            capture_output=True,
+            check=False,
+        )
+        self.environment.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found")
+        (self.config.home / "airflow-release.sha256").unlink(missing_ok=True)
+
     # ---- the UI and its API ------------------------------------------------------------------------
     def serve_ui(self, port: int) -> str:
-        """The api-server on ``127.0.0.1:port`` (kubectl port-forward, a process of the environment)."""
+        """The api-server on ``127.0.0.1:port``, until ``stop_ui`` or ``make local-down``.
+
+        ``kubectl port-forward`` follows one pod and ends when that pod goes (an upgrade, a restart):
+        a loop of the environment's own starts it again, onto the pod that serves then.
+        """
         config = self.config
         name = f"{UI_COMPONENT}-{port}"
         if processes.running_pid(name=name, run_dir=config.run_dir) is None:
@@ -300,33 +324,41 @@ class AirflowDeployment:
                 raise ComponentError(
                     f"airflow: port {port} is in use; stop what listens there or choose VIEW_PORT=<port>"
                 )
+            forward = [
+                str(config.bin_dir / "kubectl"),
+                f"--kubeconfig={config.kubeconfig}",
+                f"--namespace={NAMESPACE}",
+                "port-forward",
+                "--address=127.0.0.1",
+                API_SERVER_SERVICE,
+                f"{port}:{API_SERVER_PORT}",
+            ]
+            loop = f"while :; do {shlex.join(forward)}; sleep 1; done"
             processes.start(
-                name=name,
-                argv=[
-                    str(config.bin_dir / "kubectl"),
-                    f"--kubeconfig={config.kubeconfig}",
-                    f"--namespace={NAMESPACE}",
-                    "port-forward",
-                    "--address=127.0.0.1",
-                    API_SERVER_SERVICE,
-                    f"{port}:{API_SERVER_PORT}",
-                ],
-                log_dir=config.logs_dir,
-                run_dir=config.run_dir,
+                name=name, argv=["bash", "-c", loop], log_dir=config.logs_dir, run_dir=config.run_dir
             )
-            processes.wait_until(
-                lambda: processes.port_in_use(port),
-                timeout=30,
-                component=name,
-                log_path=config.logs_dir / f"{name}.log",
-                what="forwarding the api-server",
-                alive=lambda: processes.running_pid(name=name, run_dir=config.run_dir) is not None,
-            )
-        return f"http://localhost:{port}"
+        url = f"http://localhost:{port}"
+        processes.wait_until(
+            lambda: _answers(url),
+            timeout=120,
+            component=name,
+            log_path=config.logs_dir / f"{name}.log",
+            what="forwarding the api-server",
+            alive=lambda: processes.running_pid(name=name, run_dir=config.run_dir) is not None,
+        )
+        return url
 
     def stop_ui(self, port: int) -> None:
         """Stop serving the UI on ``port``."""
         processes.stop(name=f"{UI_COMPONENT}-{port}", run_dir=self.config.run_dir)
+
+
+def _answers(url: str) -> bool:
+    """Whether an api-server answers its health check at ``url``."""
+    try:
+        return httpx.get(f"{url}/api/v2/monitor/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def _secret(name: str, data: dict[str, str]) -> dict[str, Any]:
@@ -355,6 +387,11 @@ class AirflowApi:
         """Close the connection pool."""
         self._client.close()
 
+    @property
+    def token(self) -> str | None:
+        """The access token of the last login."""
+        return self._token
+
     def login(self) -> None:
         """A token of the auth manager (FAB's /auth/token) for the calls after it."""
         answer = self._client.post("/auth/token", json={"username": self.user, "password": self.password})
@@ -364,17 +401,30 @@ class AirflowApi:
         self._token = answer.json()["access_token"]
 
     def request(self, method: str, path: str, **options: Any) -> httpx.Response:
-        """A call to ``/api/v2<path>``; logs in first, and again once when the token expired."""
+        """A call to ``/api/v2<path>``; logs in first, and again once when the token expired.
+
+        A connection that fails is tried again for up to ``RECONNECT_SECONDS``: the api-server's pod may
+        be restarting (an upgrade), and the UI's port-forward then follows its successor.
+        """
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while True:
+            try:
+                return self._request(method, path, **options)
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(2)
+
+    def _request(self, method: str, path: str, **options: Any) -> httpx.Response:
         if self._token is None:
             self.login()
-        for attempt in (1, 2):
-            answer = self._client.request(
-                method, f"/api/v2{path}", headers={"Authorization": f"Bearer {self._token}"}, **options
-            )
-            if answer.status_code != 401 or attempt == 2:
-                return answer
+        headers = {**options.pop("headers", {}), "Authorization": f"Bearer {self._token}"}
+        answer = self._client.request(method, f"/api/v2{path}", headers=headers, **options)
+        if answer.status_code == 401:
             self.login()
-        raise AssertionError("unreachable")
+            headers["Authorization"] = f"Bearer {self._token}"
+            answer = self._client.request(method, f"/api/v2{path}", headers=headers, **options)
+        return answer
 
     def get(self, path: str, **options: Any) -> Any:
         """The JSON of a GET that must succeed."""

@@ -131,15 +131,20 @@ def prometheus(monitoring: str) -> Iterator[PrometheusClient]:
         yield prometheus_client
 
 
-@pytest.fixture(scope="session")
-def airflow_deployment(local_env: LocalEnvironment) -> AirflowDeployment:
-    """Airflow as make demo deploys it: the official chart in the cluster, on the local PostgreSQL."""
+@pytest.fixture(scope="module")
+def airflow_deployment(local_env: LocalEnvironment) -> Iterator[AirflowDeployment]:
+    """Airflow as make demo deploys it: the official chart in the cluster, on the local PostgreSQL.
+
+    Removed after the module: its services poll the database and probe themselves all the time, a
+    load the other tests' measurements on this 2-CPU machine should not carry.
+    """
     deployment = AirflowDeployment(local_env)
     deployment.deploy()
-    return deployment
+    yield deployment
+    deployment.uninstall()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
     """The deployment's REST API through its UI's port on loopback, logged in as its first user."""
     (port,) = free_ports(1)

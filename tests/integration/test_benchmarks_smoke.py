@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from localenv.environment import LocalEnvironment
-from localenv.settings import DEFAULT_BUCKET
 from tests.conftest import REPO
 from tests.waiting import free_ports
 
@@ -47,6 +46,7 @@ def test_every_benchmark_script_has_a_smoke_test() -> None:
         "dag_parse.py",
         "publish.py",
         "load_generator.py",
+        # on the night of test_airflow_deployment.py, which it reads (--run-id)
         "pipeline_overhead.py",
         "local_env.py",
         "change_points.py",
@@ -87,28 +87,6 @@ def test_load_generator(local_env: LocalEnvironment) -> None:
         # As prepared_cluster left it: no pool.
         local_env.kubectl("delete", "nodepool", "managed-nodepool", "--ignore-not-found", "--wait=true")
     assert "pods (2 nodes)" in output
-
-
-@pytest.mark.usefixtures("airflow_deployment")
-def test_pipeline_overhead_leaves_the_environments_history_alone(local_env: LocalEnvironment) -> None:
-    s3 = local_env.s3_client()
-    history_before = _objects(s3, DEFAULT_BUCKET)
-    # The workload only: the suite's scenarios would run KAI's real suite (each longer than this test).
-    output = _run(
-        "pipeline_overhead.py",
-        "--node-count",
-        "2",
-        "--scenarios",
-        "gpu-pod-throughput",
-        env=local_env.exports(),
-        timeout=900,
-    )
-    assert "overhead outside runner pods" in output
-    assert "worker pod from queued to running" in output
-    assert "| Airflow's pods' memory, peak during the run | " in output
-    assert _objects(s3, DEFAULT_BUCKET) == history_before
-    buckets = [bucket["Name"] for bucket in s3.list_buckets()["Buckets"]]
-    assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 
 
 def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:

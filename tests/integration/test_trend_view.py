@@ -1,16 +1,22 @@
-"""The trend view as a person uses it: the deployed Airflow's api-server with the plugin, in Chromium.
+"""The trend view as a person uses it: Airflow's api-server with the plugin, in headless Chromium.
 
-A small history (passes, a failed scenario, a regression: ``trend_history``) is published to the local
-S3 endpoint the way the pipeline publishes, under a prefix of the test's own, which the chart-deployed
-Airflow (localenv.airflow) is then pointed at (``KAI_SCALE_RESULTS_PREFIX``, a deployment setting).
-Debian's chromium, driven through its chromedriver, signs in on Airflow's login page as a user of the
-Viewer role and goes through Runs, Trends and One run. Screenshots go to each test's output directory
-(``tmp_path``).
+A small history (passes, a failed scenario, a regression: ``trend_history``) is published to the S3
+endpoint the way the pipeline publishes; an ``airflow api-server`` of the test's own serves Airflow's
+UI with the plugin, on a metadata database of its own on the local PostgreSQL; Debian's chromium,
+driven through its chromedriver, signs in on Airflow's login page and goes through Runs, Trends and
+One run. Screenshots go to each test's output directory (``tmp_path``). The S3 endpoint is the local
+environment's (its bucket, under a prefix of the test's own).
+
+test_airflow_deployment.py checks that the chart-deployed api-server serves the view and its assets.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,10 +36,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
-from localenv import settings as localenv_settings
-from localenv.airflow import NAMESPACE, AirflowDeployment, Overrides
 from localenv.demo import VIEW_RUN_PATH
 from localenv.environment import LocalEnvironment
+from tests.integration.airflow_env import own_database
 from tests.trend_history import (
     FAILED_RUN,
     FAILURE_REASON,
@@ -46,6 +51,7 @@ from tests.trend_history import (
 )
 from tests.waiting import free_ports, wait_for
 
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
 S3_VARIABLES = (
     "AWS_ENDPOINT_URL_S3",
     "AWS_ACCESS_KEY_ID",
@@ -61,13 +67,19 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 @pytest.fixture(scope="module")
-def store(local_env: LocalEnvironment) -> Iterator[ResultsBucketHook]:
-    """The results bucket through the Airflow connection, as the pipeline and the view reach it."""
+def s3_exports(local_env: LocalEnvironment) -> dict[str, str]:
+    """The variables that point Airflow and boto3 at the S3 endpoint and name the results bucket."""
     exports = local_env.exports()
+    return {name: exports[name] for name in S3_VARIABLES}
+
+
+@pytest.fixture(scope="module")
+def store(s3_exports: dict[str, str]) -> Iterator[ResultsBucketHook]:
+    """The results bucket through the Airflow connection, as the pipeline and the view reach it."""
     with pytest.MonkeyPatch.context() as patch:
-        for name in S3_VARIABLES:
-            patch.setenv(name, exports[name])
-        yield ResultsBucketHook(aws_conn_id="aws_default", bucket=localenv_settings.DEFAULT_BUCKET)
+        for name, value in s3_exports.items():
+            patch.setenv(name, value)
+        yield ResultsBucketHook(aws_conn_id="aws_default", bucket=s3_exports["KAI_SCALE_RESULTS_BUCKET"])
 
 
 @pytest.fixture(scope="module")
@@ -82,37 +94,68 @@ def history(store: ResultsBucketHook) -> Iterator[PublishedHistory]:
 
 @dataclass(frozen=True, kw_only=True)
 class AirflowUI:
-    """The deployed api-server on loopback and the user who may read the DAG's runs."""
+    """The running api-server and the user who may read the DAG's runs."""
 
     url: str
-    """Its address, ``http://localhost:<port>``."""
+    """Its address, ``http://127.0.0.1:<port>``."""
     password: str
-    """``USER``'s password (a user of the Viewer role)."""
+    """``USER``'s password (simple auth manager, role viewer)."""
+    log: Path
+    """The api-server's log."""
 
 
 @pytest.fixture(scope="module")
 def airflow_ui(
-    local_env: LocalEnvironment, airflow_deployment: AirflowDeployment, history: PublishedHistory
+    local_env: LocalEnvironment,
+    s3_exports: dict[str, str],
+    history: PublishedHistory,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[AirflowUI]:
-    """The deployment reading the history's prefix, with a Viewer, its UI on a free loopback port."""
-    airflow_deployment.deploy(Overrides(env={"KAI_SCALE_RESULTS_PREFIX": history.prefix}))
+    """``airflow api-server`` on a fresh metadata database, with this repository's plugin, on a free port."""
+    home = tmp_path_factory.mktemp("trend-view-airflow")
     password = secrets.token_urlsafe(12)
-    local_env.kubectl(
-        *("-n", NAMESPACE, "exec", "deployment/airflow-api-server", "--"),
-        *("airflow", "users", "create", "--role", "Viewer", "--username", USER, "--password", password),
-        *("--email", f"{USER}@example.com", "--firstname", "Scale", "--lastname", "Reader"),
-    )
+    (home / "passwords.json").write_text(json.dumps({USER: password}))
     (port,) = free_ports(1)
-    url = airflow_deployment.serve_ui(port)
-    try:
-        yield AirflowUI(url=url, password=password)
-    finally:
-        airflow_deployment.stop_ui(port)
-        local_env.kubectl(
-            *("-n", NAMESPACE, "exec", "deployment/airflow-api-server", "--"),
-            *("airflow", "users", "delete", "--username", USER),
-            check=False,
+    env = {
+        **os.environ,
+        **s3_exports,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": own_database(local_env, "airflow_view_tests"),
+        "KAI_SCALE_RESULTS_PREFIX": history.prefix,
+        # A viewer: reading the DAG's runs is all the view asks for.
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:viewer",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+    }
+    subprocess.run([AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
+    log = home / "api-server.log"
+    with log.open("ab") as output:
+        server = subprocess.Popen(
+            [AIRFLOW, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
+    ui = AirflowUI(url=f"http://127.0.0.1:{port}", password=password, log=log)
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{ui.url}/api/v2/monitor/health", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_for(healthy, timeout=180, what=f"the api-server to answer (log: {log})", interval=1)
+        yield ui
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +188,7 @@ def signed_in(browser: webdriver.Chrome, airflow_ui: AirflowUI) -> webdriver.Chr
     )
     browser.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(USER)
     browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(airflow_ui.password)
-    browser.find_element(By.CSS_SELECTOR, "[type=submit]").click()
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     wait_for(lambda: browser.get_cookie("_token"), timeout=30, what="Airflow's session cookie")
     return browser
 
