@@ -71,8 +71,6 @@ class Overrides:
     """Settings of every Airflow container and worker pod."""
     config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """airflow.cfg values by section."""
-    files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """Directories of files (a ConfigMap each, read-only), by where they are mounted."""
 
 
 class AirflowDeployment:
@@ -93,14 +91,18 @@ class AirflowDeployment:
         image = self.environment.built_images().airflow_image
         generated = self._write_machine_values(image, overrides or Overrides())
         values = (VALUES, LOCAL_VALUES, generated)
-        digest = hashlib.sha256(
-            b"".join(path.read_bytes() for path in values) + AIRFLOW_CHART.version.encode()
-        ).hexdigest()
+        secrets_manifest = self._secrets_manifest()
+        inputs = [path.read_bytes() for path in values] + [
+            secrets_manifest.encode(),
+            AIRFLOW_CHART.version.encode(),
+        ]
+        digest = hashlib.sha256(b"".join(inputs)).hexdigest()
         record = self.config.home / "airflow-release.sha256"
         if record.exists() and record.read_text() == digest and self._release_deployed():
             self.wait_ready()
             return False
-        self._create_secrets()
+        self.environment.kubectl("apply", "-f", "-", input_text=secrets_manifest)
+        self._create_keys_once()
         self._helm_upgrade(values)
         self.wait_ready()
         record.write_text(digest)
@@ -110,43 +112,25 @@ class AirflowDeployment:
         """The values that depend on this machine (image tag, addresses on the bridge); the overrides."""
         mirrors = self.environment.source_mirrors(for_pods=True)
         repository, tag = image.rsplit(":", 1)
-        env = {"KAI_SCALE_SOURCE_MIRRORS": json.dumps(mirrors), **overrides.env}
+        # helm replaces lists: the overlay's env (which repeats values.yaml's), each name once, with the
+        # machine's and the overrides' values over it.
+        local = yaml.safe_load(LOCAL_VALUES.read_text())
+        env = {entry["name"]: entry["value"] for entry in local["env"]}
+        env |= {"KAI_SCALE_SOURCE_MIRRORS": json.dumps(mirrors), **overrides.env}
         values: dict[str, Any] = {
             "images": {"airflow": {"repository": repository, "tag": tag}},
-            # One string of env entries: helm adds it to the env list of the values files.
-            "extraEnv": yaml.safe_dump([{"name": name, "value": value} for name, value in env.items()]),
+            "env": [{"name": name, "value": value} for name, value in env.items()],
         }
         if overrides.config:
             values["config"] = {section: dict(options) for section, options in overrides.config.items()}
-        if overrides.files:
-            # helm replaces lists: values.yaml's volumes, then one ConfigMap per directory.
-            base = yaml.safe_load(VALUES.read_text())
-            volumes, mounts, config_maps = list(base["volumes"]), list(base["volumeMounts"]), {}
-            for index, (mount_path, files) in enumerate(sorted(overrides.files.items())):
-                name = f"kai-scale-files-{index}"
-                config_maps[name] = {"data": yaml.safe_dump(dict(files))}
-                volumes.append({"name": name, "configMap": {"name": name}})
-                mounts.append({"name": name, "mountPath": mount_path, "readOnly": True})
-            values |= {"extraConfigMaps": config_maps, "volumes": volumes, "volumeMounts": mounts}
         path = self.config.home / "airflow-values-machine.yaml"
         path.write_text(yaml.safe_dump(values, sort_keys=False))
         return path
 
-    def _create_secrets(self) -> None:
-        """The Secrets values.yaml names, as a deployer creates them (the keys only once)."""
+    def _secrets_manifest(self) -> str:
+        """The namespace and the Secrets values.yaml names (but the keys), as a deployer creates them."""
         config = self.config
-        gateway = config.pod_network.gateway
-        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-        documents: list[dict[str, Any]] = [namespace]
-        documents.append(
-            _secret(
-                "airflow-metadata",
-                {
-                    "connection": f"postgresql+psycopg2://{postgres.USER}:{postgres.PASSWORD}@{gateway}:"
-                    f"{config.ports.postgres}/{postgres.DATABASE}"
-                },
-            )
-        )
+        gateway = str(config.pod_network.gateway)
         aws = {
             "conn_type": "aws",
             "login": settings.S3_ACCESS_KEY,
@@ -154,35 +138,37 @@ class AirflowDeployment:
             "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
         }
         host, port = PROMETHEUS_IN_CLUSTER
-        documents.append(
-            _secret(
-                "kai-scale-connections",
-                {
-                    "kubernetes_default": json.dumps(
-                        {"conn_type": "kubernetes", "extra": {"kube_config_path": KUBECONFIG_IN_POD}}
-                    ),
-                    "aws_default": json.dumps(aws),
-                    "prometheus_default": json.dumps(
-                        {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"}
-                    ),
-                },
-            )
-        )
-        documents.append(_secret("kai-scale-target-cluster", {"kubeconfig": self._kubeconfig_for_pods()}))
+        connections = {
+            "kubernetes_default": {
+                "conn_type": "kubernetes",
+                "extra": {"kube_config_path": KUBECONFIG_IN_POD},
+            },
+            "aws_default": aws,
+            "prometheus_default": {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"},
+        }
+        database = postgres.url(host=gateway, port=config.ports.postgres)
+        documents = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+            _secret("airflow-metadata", {"connection": database}),
+            _secret("kai-scale-connections", {name: json.dumps(body) for name, body in connections.items()}),
+            _secret("kai-scale-target-cluster", {"kubeconfig": self._kubeconfig_for_pods()}),
+        ]
+        return "\n---\n".join(yaml.safe_dump(document) for document in documents)
+
+    def _create_keys_once(self) -> None:
+        """The keys of ``airflow-keys``, made once: they must stay the same across upgrades."""
         keys = ("-n", NAMESPACE, "get", "secret", "airflow-keys", "--ignore-not-found", "--output=name")
-        if not self.environment.kubectl(*keys, check=False).strip():
-            documents.append(
-                _secret(
-                    "airflow-keys",
-                    {
-                        "fernet-key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-                        "api-secret-key": secrets.token_urlsafe(32),
-                        "jwt-secret": secrets.token_urlsafe(32),
-                    },
-                )
-            )
-        manifest = "\n---\n".join(yaml.safe_dump(document) for document in documents)
-        self.environment.kubectl("apply", "-f", "-", input_text=manifest)
+        if self.environment.kubectl(*keys, check=False).strip():
+            return
+        secret = _secret(
+            "airflow-keys",
+            {
+                "fernet-key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+                "api-secret-key": secrets.token_urlsafe(32),
+                "jwt-secret": secrets.token_urlsafe(32),
+            },
+        )
+        self.environment.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(secret))
 
     def _kubeconfig_for_pods(self) -> str:
         """The admin kubeconfig, certificates inline, with the API server's address on the bridge."""
@@ -294,7 +280,10 @@ class AirflowDeployment:
         return ""
 
     def uninstall(self) -> None:
-        """Remove the release and its namespace (the database keeps its tables, as a managed one does)."""
+        """Remove the release; its namespace keeps the Secrets, the database its tables, for the next one.
+
+        The Fernet key stays with the data it encrypted.
+        """
         subprocess.run(
             [
                 str(self.config.helm_dir / "helm"),
@@ -307,7 +296,6 @@ class AirflowDeployment:
             capture_output=True,
             check=False,
         )
-        self.environment.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found")
         (self.config.home / "airflow-release.sha256").unlink(missing_ok=True)
 
     # ---- the UI and its API ------------------------------------------------------------------------
@@ -404,14 +392,17 @@ class AirflowApi:
         """A call to ``/api/v2<path>``; logs in first, and again once when the token expired.
 
         A connection that fails is tried again for up to ``RECONNECT_SECONDS``: the api-server's pod may
-        be restarting (an upgrade), and the UI's port-forward then follows its successor.
+        be restarting (an upgrade), and the UI's port-forward then follows its successor. A call that
+        may have reached the server (any error but a refused connection) is tried again only if it
+        reads: a trigger sent twice would start two runs.
         """
         deadline = time.monotonic() + RECONNECT_SECONDS
         while True:
             try:
                 return self._request(method, path, **options)
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
+            except httpx.TransportError as error:
+                unsent = isinstance(error, httpx.ConnectError)
+                if time.monotonic() > deadline or not (unsent or method == "GET"):
                     raise
                 time.sleep(2)
 

@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import time
-import urllib.request
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -76,6 +75,8 @@ FINISHED_RUN = ("success", "failed")
 # The dag-processor parses the DAG file once its pod starts; a cold one imports the provider first.
 PARSE_TIMEOUT_SECONDS = 300
 POLL_SECONDS = 3
+# Longer than a night at 500 nodes with every scenario.
+FOLLOW_TIMEOUT_SECONDS = 8 * 3600
 
 
 def run_conf(*, node_count: int, scenarios: list[str]) -> dict[str, Any]:
@@ -124,10 +125,19 @@ def task_instances(api: AirflowApi, run_id: str) -> list[dict[str, Any]]:
     return list(listing["task_instances"])
 
 
-def follow(api: AirflowApi, run_id: str) -> str:
-    """Print each task as it finishes, until the run does; the run's final state."""
+def follow(api: AirflowApi, run_id: str, *, timeout_seconds: float = FOLLOW_TIMEOUT_SECONDS) -> str:
+    """Print each task as it finishes, until the run does; the run's final state.
+
+    Raises when it has not finished after ``timeout_seconds`` (a scheduler that never runs it).
+    """
     printed: set[str] = set()
+    deadline = time.monotonic() + timeout_seconds
     while True:
+        if time.monotonic() > deadline:
+            raise ComponentError(
+                f"airflow: run {run_id} not finished after {timeout_seconds / 3600:.0f} h; see the "
+                "scheduler's log: kubectl -n airflow logs deployment/airflow-scheduler"
+            )
         state = str(api.get(run_path(run_id))["state"])
         for instance in sorted(task_instances(api, run_id), key=lambda ti: ti["end_date"] or ""):
             if instance["state"] in FINISHED_TASK and instance["task_id"] not in printed:
@@ -156,15 +166,6 @@ def run_summary(api: AirflowApi, run_id: str) -> dict[str, Any] | None:
 def view_url(*, port: int, run_id: str) -> str:
     """The run's page in the trend view, inside Airflow's UI served on ``port``."""
     return f"http://localhost:{port}{VIEW_RUN_PATH}{quote(run_id, safe='')}"
-
-
-def api_server_answers(port: int) -> bool:
-    """Whether an Airflow api-server answers on ``port``."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/monitor/health", timeout=2) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
 
 
 def main() -> int:

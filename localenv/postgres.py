@@ -9,6 +9,7 @@ takes passwords from loopback and the pod subnet only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import shutil
@@ -29,6 +30,11 @@ USER = "airflow"
 PASSWORD = "local-airflow-password"
 DATABASE = "airflow"
 START_TIMEOUT_SECONDS = 60
+
+
+def url(*, host: str, port: int, database: str = DATABASE) -> str:
+    """The SQLAlchemy URL of ``database`` as Airflow's user, as Airflow's settings take it."""
+    return f"postgresql+psycopg2://{USER}:{PASSWORD}@{host}:{port}/{database}"
 
 
 def data_dir_for(home: Path) -> Path:
@@ -118,12 +124,9 @@ class PostgresServer:
         """
         if (self.data_dir / "postmaster.pid").exists():
             pg_ctl = [str(POSTGRES_BIN / "pg_ctl"), "stop", "-D", str(self.data_dir), "-m", "fast"]
-            subprocess.run(
-                [*_as_postgres(), *pg_ctl],
-                capture_output=True,
-                check=False,
-                timeout=60,
-            )
+            # A server that does not stop in time is killed with its process group below.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run([*_as_postgres(), *pg_ctl], capture_output=True, check=False, timeout=60)
         processes.stop(name=COMPONENT, run_dir=self.run_dir)
 
     def remove(self) -> None:
@@ -162,8 +165,11 @@ class PostgresServer:
         with (self.data_dir / "pg_hba.conf").open("a") as hba:
             hba.write(f"host all all {self.pod_subnet} scram-sha-256\n")
 
-    def _psql(self, statement: str) -> None:
-        """Run a statement as the cluster's superuser, over the socket."""
+    def query(self, statement: str, *, database: str = DATABASE) -> str:
+        """Run a statement as the cluster's superuser, over the socket; its rows, ``|``-separated."""
+        return self._psql(statement, database=database)
+
+    def _psql(self, statement: str, *, database: str = "postgres") -> str:
         result = subprocess.run(
             [
                 *_as_postgres(),
@@ -173,7 +179,9 @@ class PostgresServer:
                 "-p",
                 str(self.port),
                 f"--username={USER}",
-                "--dbname=postgres",
+                f"--dbname={database}",
+                "--tuples-only",
+                "--no-align",
                 "-v",
                 "ON_ERROR_STOP=1",
                 "-c",
@@ -186,6 +194,7 @@ class PostgresServer:
         )
         if result.returncode != 0:
             raise ComponentError(f"postgres: {statement!r} failed: {result.stderr.strip()}")
+        return result.stdout.strip()
 
 
 def _as_postgres() -> list[str]:

@@ -27,9 +27,8 @@ os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
-os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = (
-    f"postgresql+psycopg2://{postgres.USER}:{postgres.PASSWORD}@127.0.0.1:{Ports.from_environment().postgres}"
-    f"/{TESTS_DATABASE}"
+os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = postgres.url(
+    host="127.0.0.1", port=Ports.from_environment().postgres, database=TESTS_DATABASE
 )
 # The deployment setting the README asks for (Reliability): Kubernetes API calls of the pod operator
 # retried for about 90 s, so an API server restart does not fail a running scenario.

@@ -43,10 +43,7 @@ def migrate_airflow_db() -> None:
 def own_database(local_env: LocalEnvironment, name: str) -> str:
     """A fresh metadata database ``name`` on the local PostgreSQL, for an Airflow of a test's own: its URL."""
     local_env.postgres().recreate_database(name)
-    return (
-        f"postgresql+psycopg2://{postgres.USER}:{postgres.PASSWORD}@127.0.0.1:"
-        f"{local_env.config.ports.postgres}/{name}"
-    )
+    return postgres.url(host="127.0.0.1", port=local_env.config.ports.postgres, database=name)
 
 
 def include_dir_with(tmp_path: Path, scenarios: dict[str, dict[str, Any]]) -> Path:

@@ -22,7 +22,6 @@ import pytest
 from kubernetes import client
 
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
-from localenv import postgres
 from localenv import settings as localenv_settings
 from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment
 from localenv.demo import DAG_ID, follow, run_summary, task_instances, trigger, wait_for_dag
@@ -46,30 +45,6 @@ def _pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
     return [pod for pod in pods if pod.metadata.deletion_timestamp is None]
 
 
-def _postgres_query(local_env: LocalEnvironment, query: str) -> str:
-    server = local_env.postgres()
-    result = subprocess.run(
-        [
-            str(postgres.POSTGRES_BIN / "psql"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(server.port),
-            f"--username={postgres.USER}",
-            f"--dbname={postgres.DATABASE}",
-            "--tuples-only",
-            "--no-align",
-            "-c",
-            query,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PGPASSWORD": postgres.PASSWORD, "PATH": "/usr/bin:/bin"},
-    )
-    return result.stdout.strip()
-
-
 def test_the_chart_runs_airflow_on_the_system_node_with_the_database_outside(
     airflow_deployment: AirflowDeployment, core: client.CoreV1Api, local_env: LocalEnvironment
 ) -> None:
@@ -83,7 +58,7 @@ def test_the_chart_runs_airflow_on_the_system_node_with_the_database_outside(
     config = core.read_namespaced_config_map("airflow-config", NAMESPACE).data["airflow.cfg"]
     assert "executor = KubernetesExecutor" in config
     # Airflow's tables are in the PostgreSQL this machine runs, not in a file of a pod.
-    assert int(_postgres_query(local_env, "SELECT count(*) FROM alembic_version")) == 1
+    assert int(local_env.postgres().query("SELECT count(*) FROM alembic_version")) == 1
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localenv.airflow import VALUES, AirflowDeployment, Overrides
+from localenv.airflow import LOCAL_VALUES, AirflowDeployment, Overrides
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
 
@@ -29,47 +29,36 @@ def _values(deployment: AirflowDeployment, overrides: Overrides) -> dict[str, An
 
 
 def _env(values: dict[str, Any]) -> dict[str, str]:
-    return {entry["name"]: entry["value"] for entry in yaml.safe_load(values["extraEnv"])}
+    names = [entry["name"] for entry in values["env"]]
+    assert len(names) == len(set(names)), "a name twice breaks helm's upgrade of the pods"
+    return {entry["name"]: entry["value"] for entry in values["env"]}
 
 
 def test_the_worker_pods_install_from_mirrors_they_reach_on_the_bridge(deployment: AirflowDeployment) -> None:
     values = _values(deployment, Overrides())
-    assert values["images"]["airflow"] == {
-        "repository": "ghcr.io/kai-scale-pipeline/airflow",
-        "tag": "0123456789ab",
-    }
+    image = {"repository": "ghcr.io/kai-scale-pipeline/airflow", "tag": "0123456789ab"}
+    assert values["images"]["airflow"] == image
     mirrors = json.loads(_env(values)["KAI_SCALE_SOURCE_MIRRORS"])
     assert {"upstream": "https://github.com/", "mirror": "http://10.244.0.1:28080/github.com/"} in mirrors
-    assert {
-        "upstream": "oci://ghcr.io/",
-        "mirror": "oci://10.244.0.1:25000/ghcr.io/",
-        "plain_http": True,
-    } in mirrors
+    charts = {"upstream": "oci://ghcr.io/", "mirror": "oci://10.244.0.1:25000/ghcr.io/", "plain_http": True}
+    assert charts in mirrors
     assert not [rule for rule in mirrors if "127.0.0.1" in rule["mirror"] or "file://" in rule["mirror"]]
-    assert "volumes" not in values, "values.yaml's own volumes stand"
 
 
-def test_a_tests_overrides_keep_the_values_files_volumes_and_add_theirs(
+def test_the_env_keeps_every_setting_of_both_values_files_and_overrides_replace_theirs(
     deployment: AirflowDeployment,
 ) -> None:
-    values = _values(
+    local = {entry["name"]: entry["value"] for entry in yaml.safe_load(LOCAL_VALUES.read_text())["env"]}
+    env = _env(_values(deployment, Overrides()))
+    assert {name: env[name] for name in local} == local
+    overridden = _values(
         deployment,
         Overrides(
-            env={"KAI_SCALE_SCENARIOS_DIR": "/opt/airflow/test-scenarios"},
-            config={"scheduler": {"orphaned_tasks_check_interval": "10"}},
-            files={"/opt/airflow/test-scenarios": {"flaky.yaml": "name: flaky\n"}},
+            env={"KAI_SCALE_RESULTS_BUCKET": "kai-scale-bench-1234"},
+            config={"logging": {"remote_base_log_folder": "s3://kai-scale-bench-1234/airflow-logs"}},
         ),
     )
-    env = _env(values)
-    assert env["KAI_SCALE_SCENARIOS_DIR"] == "/opt/airflow/test-scenarios"
-    assert "KAI_SCALE_SOURCE_MIRRORS" in env
-    assert values["config"] == {"scheduler": {"orphaned_tasks_check_interval": "10"}}
-    base = yaml.safe_load(VALUES.read_text())
-    assert values["volumes"][: len(base["volumes"])] == base["volumes"]
-    assert values["volumeMounts"][: len(base["volumeMounts"])] == base["volumeMounts"]
-    ((name, config_map),) = values["extraConfigMaps"].items()
-    assert yaml.safe_load(config_map["data"]) == {"flaky.yaml": "name: flaky\n"}
-    assert {"name": name, "configMap": {"name": name}} in values["volumes"]
-    assert {"name": name, "mountPath": "/opt/airflow/test-scenarios", "readOnly": True} in values[
-        "volumeMounts"
-    ]
+    assert _env(overridden)["KAI_SCALE_RESULTS_BUCKET"] == "kai-scale-bench-1234"
+    assert overridden["config"] == {
+        "logging": {"remote_base_log_folder": "s3://kai-scale-bench-1234/airflow-logs"}
+    }

@@ -1,44 +1,12 @@
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
-
-import pytest
-
 from kai_scale.views.plugin import UI_ROUTE, URL_PREFIX
-from localenv.demo import api_server_answers, run_conf, table, view_url
-from tests.waiting import free_ports
+from localenv.demo import run_conf, table, view_url
 
 
 def test_the_demo_links_to_the_runs_page_of_the_trend_view_in_airflows_ui() -> None:
     url = view_url(port=8080, run_id="20261122T020000Z-manual-1a2b3c4d")
     assert url == f"http://localhost:8080/plugin/{UI_ROUTE}{URL_PREFIX}/runs/20261122T020000Z-manual-1a2b3c4d"
-
-
-class _Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200 if self.path == "/api/v2/monitor/health" else 404)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:  # quiet: pytest reports what matters
-        pass
-
-
-@pytest.fixture
-def health_server() -> Iterator[int]:
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Health)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
-
-def test_an_answering_api_server_is_told_from_none(health_server: int) -> None:
-    assert api_server_answers(health_server)
-    (nothing,) = free_ports(1)
-    assert not api_server_answers(nothing)
 
 
 def test_the_demo_selects_scenarios_only_when_told_to() -> None:
