@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,22 @@ from localenv.node import SYSTEM_NODE_LABEL
 from tests.conftest import REPO
 from tests.integration.airflow_env import published_run
 
-pytestmark = pytest.mark.usefixtures("kai", "as_shipped")
+pytestmark = pytest.mark.usefixtures("kai", "as_shipped", "s3_from_this_machine")
+
+
+@pytest.fixture(scope="module")
+def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[None]:
+    """boto3 in this process reads the local bucket (the published run, the task logs)."""
+    exports = local_env.exports()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in (
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_DEFAULT_REGION",
+        ):
+            patch.setenv(name, exports[name])
+        yield
 
 
 @pytest.fixture(scope="module")
