@@ -211,20 +211,14 @@ class AirflowDeployment:
             )
 
     def _release_deployed(self) -> bool:
-        result = subprocess.run(
-            [
-                str(self.config.helm_dir / "helm"),
-                "status",
-                RELEASE,
-                f"--namespace={NAMESPACE}",
-                f"--kubeconfig={self.config.kubeconfig}",
-                "--output=json",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        result = self._helm("status", "--output=json")
         return result.returncode == 0 and json.loads(result.stdout)["info"]["status"] == "deployed"
+
+    def _helm(self, command: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """Helm ``command`` on this release, its namespace and the cluster's kubeconfig."""
+        argv = [str(self.config.helm_dir / "helm"), command, RELEASE, f"--namespace={NAMESPACE}"]
+        argv += [f"--kubeconfig={self.config.kubeconfig}", *args]
+        return subprocess.run(argv, capture_output=True, text=True, check=False)
 
     def wait_ready(self) -> None:
         """Until every workload of the release is rolled out; else raise naming the pod and its log."""
@@ -284,18 +278,7 @@ class AirflowDeployment:
 
         The Fernet key stays with the data it encrypted.
         """
-        subprocess.run(
-            [
-                str(self.config.helm_dir / "helm"),
-                "uninstall",
-                RELEASE,
-                f"--namespace={NAMESPACE}",
-                f"--kubeconfig={self.config.kubeconfig}",
-                "--wait",
-            ],
-            capture_output=True,
-            check=False,
-        )
+        self._helm("uninstall", "--wait")
         (self.config.home / "airflow-release.sha256").unlink(missing_ok=True)
 
     # ---- the UI and its API ------------------------------------------------------------------------
