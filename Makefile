@@ -20,7 +20,7 @@ MARGIN ?= 0.2
 # Where `make demo` and `make view` serve the deployed Airflow's UI on loopback (Airflow's own port).
 VIEW_PORT ?= 8080
 
-.PHONY: help venv test lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
+.PHONY: help venv test check lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -49,6 +49,9 @@ typecheck: venv ## mypy strict on the packages, the plugin, the local environmen
 
 test: lint typecheck local-deps view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
+
+check: lint typecheck local-deps ## the fast loop: lint, types, unit, DAG and packaging tests (no local environment)
+	$(BIN)/pytest tests/unit tests/dags tests/packaging
 
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from airflow.dag_processing.dagbag import DagBag
+from airflow.providers.standard.operators.python import BranchPythonOperator
 from airflow.sdk import DAG
 from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import ParamValidationError
@@ -71,6 +72,9 @@ def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
         assert not set(task.upstream_task_ids) & {t.task_id for t in scenario_tasks}, (
             "no scenario waits for another: clearing one must not clear the next"
         )
+    assert isinstance(dag.get_task("setup.wait_for_nodes"), BranchPythonOperator), (
+        "the scenarios not selected are skipped by the scheduler, without a worker pod each"
+    )
     for task in scenario_tasks:
         assert task.upstream_task_ids == {"setup.wait_for_nodes"}, (
             "siblings: a failure blocks no other scenario"

@@ -1,16 +1,23 @@
-"""The pipeline on Airflow as its users run it: the official chart in the local cluster.
+"""Two nights of the shipped DAG on Airflow as its users run it, on a bare cluster, with KAI's real suite.
 
-The chart 1.21.0 as its maintainers ship it, with deploy/airflow/values.yaml and the local overlay:
-api-server, scheduler, dag-processor, triggerer and statsd on the system node, the metadata database
-in the local PostgreSQL outside the cluster, KubernetesExecutor worker pods, task logs in S3. The
-nightly DAG is the one the image carries, triggered through the deployed api-server's REST API
-and its api-server serves the trend view. test_retry_via_rest_api.py (the trigger guard, retries,
-a lost worker) and test_trend_view.py (the browser) still run an Airflow of their own.
+Airflow is the official chart 1.21.0 as its maintainers ship it, with deploy/airflow/values.yaml and
+the local overlay: api-server, scheduler, dag-processor, triggerer and statsd on the system node, the
+metadata database in the local PostgreSQL outside the cluster, KubernetesExecutor worker pods, task
+logs in S3. Each night is triggered through the deployed api-server's REST API, as make demo does.
+
+The environment is restarted first, so the cluster holds what a cluster admin installed (KAI, built
+from source) and nothing of the pipeline's: the first night's setup installs KWOK, kwok-operator, the
+fake GPU operator and the monitoring stack from their pinned sources (the local mirror), the second
+finds them. Runs with the other tests that restart the environment, after every other test (the
+restarted cluster has a new CA). The plugin's trigger guard in the deployed api-server refuses bad
+confs. test_retry_via_rest_api.py (clearing a failed scenario, a lost worker) and test_trend_view.py
+(the browser) still run an Airflow of their own.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,18 +27,68 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 
+from kai_scale.metrics.profile import load_profile
+from kai_scale.object_keys import scenario_outputs
+from kai_scale.operators.scenario_pod import scenario_task_id
+from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
+from kai_scale_model import labels
 from localenv import settings as localenv_settings
 from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment
 from localenv.demo import DAG_ID, follow, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
-from localenv.node import SYSTEM_NODE_LABEL
+from localenv.kai import RELEASE
+from localenv.node import NODE_NAME, SYSTEM_NODE_LABEL
 from tests.conftest import REPO
-from tests.integration.airflow_env import published_run
+from tests.integration.airflow_env import published_run, read_json
 
-pytestmark = pytest.mark.usefixtures("kai", "as_shipped", "s3_from_this_machine")
+pytestmark = [pytest.mark.restarts_local_env, pytest.mark.usefixtures("s3_from_this_machine")]
+
+NODE_COUNT = 20
+SCENARIOS = ("sanity-fill-cluster", "whole-gpu-pending-background")
+NIGHT: dict[str, Any] = {"node_count": NODE_COUNT, "scenarios": list(SCENARIOS)}
+ALL_SCENARIOS = {path.stem for path in (REPO / "include" / "scenarios").glob("*.yaml")}
+# The entries KAI's suite writes for the scenarios' three specs (test/e2e/scale/kwok_test.go).
+SUITE_TESTS = {
+    "Fill Cluster with single GPU Jobs",
+    "Fill Cluster with single GPU Jobs - scheduler is running while submitting jobs",
+    "Fill Cluster with single GPU Jobs with 400 pending tasks in background",
+}
+# What the night's setup installs as infrastructure (and its teardown keeps).
+INFRASTRUCTURE_RELEASES = {"fake-gpu-operator", "kube-prometheus-stack"}
+INFRASTRUCTURE_DEPLOYMENTS = {"kwok-controller", "kwok-operator-kwok-operator"}
+# A Go duration as KAI's suite writes it (time.Duration's String()), e.g. "1m2.5s" or "13.3s".
+GO_DURATION = re.compile(r"^(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)$")
+
+
+@dataclass(frozen=True)
+class BareCluster:
+    """The restarted cluster before the first night: the pipeline's infrastructure and KAI's release."""
+
+    infrastructure: dict[str, str]
+    kai_revision: str
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bare_cluster(local_env: LocalEnvironment) -> BareCluster:
+    """The environment restarted: KAI installed as an admin installs it, nothing of the pipeline's.
+
+    Autouse, so it comes before the module's Airflow release (the restart would take it away).
+    """
+    local_env.down()
+    local_env.up(node_count=0)
+    local_env.install_kai()  # a no-op unless the environment runs without KAI (KAI_LOCALENV_KAI=0)
+    return BareCluster(infrastructure=_infrastructure(local_env), kai_revision=_releases(local_env)[RELEASE])
+
+
+@pytest.fixture(scope="module")
+def core(bare_cluster: BareCluster, local_env: LocalEnvironment) -> client.CoreV1Api:
+    """A client of the restarted cluster (the session's trusts the CA of the cluster before it)."""
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(local_env.config.kubeconfig), client_configuration=configuration)
+    return client.CoreV1Api(client.ApiClient(configuration))
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +106,13 @@ def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="module")
-def as_shipped(airflow_deployment: AirflowDeployment) -> None:
-    """The release with the repository's values and nothing else (another module may have overridden)."""
-    airflow_deployment.deploy()
-
-
 def _pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
     """The component's pods, less those of an earlier revision still shutting down."""
     pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"component={component}").items
     return [pod for pod in pods if pod.metadata.deletion_timestamp is None]
 
 
+@pytest.mark.timeout(1200)
 def test_the_chart_runs_airflow_on_the_system_node_with_the_database_outside(
     airflow_deployment: AirflowDeployment, core: client.CoreV1Api, local_env: LocalEnvironment
 ) -> None:
@@ -71,48 +123,105 @@ def test_the_chart_runs_airflow_on_the_system_node_with_the_database_outside(
     (scheduler,) = _pods(core, "scheduler")
     image = local_env.built_images().airflow_image
     assert scheduler.spec.containers[0].image == image, "the image built from docker/airflow/Dockerfile"
-    config = core.read_namespaced_config_map("airflow-config", NAMESPACE).data["airflow.cfg"]
-    assert "executor = KubernetesExecutor" in config
+    config_map = core.read_namespaced_config_map("airflow-config", NAMESPACE).data["airflow.cfg"]
+    assert "executor = KubernetesExecutor" in config_map
     # Airflow's tables are in the PostgreSQL this machine runs, not in a file of a pod.
     assert int(local_env.postgres().query("SELECT count(*) FROM alembic_version")) == 1
 
 
+def _trigger(api: AirflowApi, conf: dict[str, Any]) -> httpx.Response:
+    return api.request("POST", f"/dags/{DAG_ID}/dagRuns", json={"logical_date": None, "conf": conf})
+
+
+@pytest.mark.parametrize(
+    ("conf", "field"),
+    [({"node_count": 0}, "node_count"), ({"node_count": 10, "scenarios": ["no-such-scenario"]}, "scenarios")],
+)
+def test_bad_params_are_refused_at_trigger_by_the_deployed_plugin(
+    airflow_api: AirflowApi, conf: dict[str, Any], field: str
+) -> None:
+    wait_for_dag(airflow_api)
+    response = _trigger(airflow_api, conf)
+    assert response.status_code == 400, response.text
+    assert field in response.text
+
+
+def test_an_unknown_param_is_refused_at_trigger_naming_it(airflow_api: AirflowApi) -> None:
+    """Airflow itself would start the run with the key ignored (500 nodes for a typo of node_count)."""
+    wait_for_dag(airflow_api)
+    runs_before = airflow_api.get(f"/dags/{DAG_ID}/dagRuns")["total_entries"]
+    response = _trigger(airflow_api, {"node_cout": 50})
+    assert response.status_code == 400, response.text
+    assert response.json()["detail"] == (
+        "unknown param(s) 'node_cout'; the DAG's params are kai_ref, node_count, runner_tag, scenarios"
+    )
+    assert airflow_api.get(f"/dags/{DAG_ID}/dagRuns")["total_entries"] == runs_before
+
+
 @dataclass(frozen=True)
 class Night:
-    """A run of the shipped DAG on the deployment: its Airflow run id and its run summary."""
+    """A run of the shipped DAG on the deployment, and the cluster's infrastructure after it."""
 
     run_id: str
+    """Airflow's run id."""
     state: str
+    instances: dict[str, dict[str, Any]]
+    """The run's task instances by task id, as the REST API lists them."""
     summary: dict[str, Any] | None
+    infrastructure: dict[str, str]
 
 
 @pytest.fixture(scope="module")
-def night(airflow_api: AirflowApi) -> Night:
-    """reclaim-full-node (KAI's real suite) at 20 nodes, triggered through the REST API as make demo does."""
+def nights(airflow_api: AirflowApi, local_env: LocalEnvironment) -> tuple[Night, Night]:
+    """Two nights in a row, each triggered through the REST API as make demo does."""
     wait_for_dag(airflow_api)
-    run_id = trigger(airflow_api, {"node_count": 20, "scenarios": ["reclaim-full-node"]})
-    state = follow(airflow_api, run_id)
-    return Night(run_id=run_id, state=state, summary=run_summary(airflow_api, run_id))
+
+    def night() -> Night:
+        run_id = trigger(airflow_api, NIGHT)
+        state = follow(airflow_api, run_id)
+        return Night(
+            run_id=run_id,
+            state=state,
+            instances={ti["task_id"]: ti for ti in task_instances(airflow_api, run_id)},
+            summary=run_summary(airflow_api, run_id),
+            infrastructure=_infrastructure(local_env),
+        )
+
+    return night(), night()
 
 
-@pytest.mark.timeout(1500)
-def test_a_night_of_the_shipped_dag_runs_in_worker_pods_with_its_logs_in_s3(
-    airflow_api: AirflowApi, core: client.CoreV1Api, night: Night
+@pytest.mark.timeout(2400)
+def test_two_nights_on_a_bare_cluster_both_run_the_suite_and_the_second_finds_the_firsts_setup(
+    bare_cluster: BareCluster, nights: tuple[Night, Night], local_env: LocalEnvironment
 ) -> None:
-    instances = {ti["task_id"]: ti for ti in task_instances(airflow_api, night.run_id)}
-    assert night.state == "success", {task: ti["state"] for task, ti in instances.items()}
-    ran = [ti for ti in instances.values() if ti["state"] == "success"]
-    # Each task ran in a worker pod of its own (the pod's name is the task's hostname).
+    assert bare_cluster.infrastructure == {}, "a bare cluster: nothing of the pipeline's setup installed"
+    first, second = nights
+    first_id, second_id = _check_night(first, local_env), _check_night(second, local_env)
+    assert set(first.infrastructure) == {f"release/{name}" for name in INFRASTRUCTURE_RELEASES} | {
+        f"deployment/{name}" for name in INFRASTRUCTURE_DEPLOYMENTS
+    }
+    assert second.infrastructure == first.infrastructure, "the same objects at the same revisions: kept"
+    assert _releases(local_env)[RELEASE] == bare_cluster.kai_revision, "KAI's release is the admin's"
+    assert first_id != second_id
+    published = published_run(second_id)
+    assert [run["run_id"] for run in published["manifest_runs"]] == [first_id, second_id], "history kept"
+
+
+def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(
+    core: client.CoreV1Api, nights: tuple[Night, Night]
+) -> None:
+    """The scenarios not selected are skipped by the scheduler: no worker pod, no log."""
+    night = nights[1]
+    ran = [ti for ti in night.instances.values() if ti["state"] == "success"]
     hostnames = [ti["hostname"] for ti in ran]
-    assert len(set(hostnames)) == len(ran), hostnames
+    assert len(set(hostnames)) == len(ran), hostnames  # the pod's name is the task's hostname
     (scheduler,) = _pods(core, "scheduler")
     assert scheduler.metadata.name not in hostnames
-    assert night.summary is not None
-    statuses = {entry["scenario"]: entry["status"] for entry in night.summary["scenarios"]}
-    assert statuses.pop("reclaim-full-node") == "success"
-    assert set(statuses.values()) == {"skipped"}, "the others are not selected"
-    published = published_run(night.summary["run_id"])
-    assert [e["status"] for e in published["entries"]] == ["success"], "one manifest entry"
+    unselected = {scenario_task_id(name) for name in ALL_SCENARIOS - set(SCENARIOS)}
+    assert {task: night.instances[task]["state"] for task in unselected} == dict.fromkeys(
+        unselected, "skipped"
+    )
+    assert not [task for task in unselected if night.instances[task]["hostname"]], "no worker pod"
     # Every task's log is in S3 once its pod is gone, and no log holds a presigned URL's signature.
     s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
     logs = {}
@@ -124,35 +233,35 @@ def test_a_night_of_the_shipped_dag_runs_in_worker_pods_with_its_logs_in_s3(
             body = s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=item["Key"])["Body"].read()
             logs[item["Key"]] = body.decode(errors="replace")
     logged_tasks = {key.split("task_id=")[1].split("/")[0] for key in logs}
-    # Every task that had a worker pod, the unselected scenarios' too (they skip inside it).
-    assert logged_tasks == {ti["task_id"] for ti in instances.values() if ti["hostname"]}
+    assert logged_tasks == {ti["task_id"] for ti in night.instances.values() if ti["hostname"]}
     assert {ti["task_id"] for ti in ran} <= logged_tasks
     assert not [key for key, text in logs.items() if "X-Amz-Signature" in text]
     assert "X-Amz-Signature" not in json.dumps(night.summary)
 
 
 def test_the_deployed_api_server_serves_the_trend_view_with_its_chart_library(
-    airflow_api: AirflowApi, night: Night
+    airflow_api: AirflowApi, nights: tuple[Night, Night]
 ) -> None:
     """The image carries the view's assets (a checkout's `make view-assets` is not needed)."""
-    assert night.summary is not None
+    summary = nights[1].summary
+    assert summary is not None
     base = airflow_api.base_url
     page = f"{base}{VIEW_PREFIX}/runs"
     assert httpx.get(page, timeout=60).status_code == 401, "only who may read the DAG's runs"
     airflow_api.login()
     answer = httpx.get(page, headers={"Authorization": f"Bearer {airflow_api.token}"}, timeout=60)
     assert answer.status_code == 200, answer.text[:500]
-    assert night.summary["run_id"] in answer.text
+    assert summary["run_id"] in answer.text
     assert "The chart library is not installed" not in answer.text
     library = httpx.get(f"{base}{VIEW_PREFIX}/static/vendor/echarts.min.js", timeout=60)
     assert library.status_code == 200
     assert len(library.content) > 500_000, "Apache ECharts' built file"
 
 
-def test_the_pipeline_overhead_benchmark_reads_the_night(night: Night) -> None:
-    """benchmarks/pipeline_overhead.py's smoke test, on the night above (--run-id: it starts none)."""
+def test_the_pipeline_overhead_benchmark_reads_the_night(nights: tuple[Night, Night]) -> None:
+    """benchmarks/pipeline_overhead.py's smoke test, on the second night (--run-id: it starts none)."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "pipeline_overhead.py"), "--run-id", night.run_id],
+        [sys.executable, str(REPO / "benchmarks" / "pipeline_overhead.py"), "--run-id", nights[1].run_id],
         capture_output=True,
         text=True,
         timeout=300,
@@ -160,9 +269,148 @@ def test_the_pipeline_overhead_benchmark_reads_the_night(night: Night) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for row in (
-        "| reclaim-full-node (success): runner / task |",
+        "| sanity-fill-cluster (success): runner / task |",
         "| **overhead outside runner pods** |",
         "| worker pod from queued to running, ",
         "| Airflow's pods' memory, peak during the run | ",
     ):
         assert row in result.stdout, result.stdout
+
+
+def _check_night(night: Night, local_env: LocalEnvironment) -> str:
+    """What one night published and left behind; its pipeline run id."""
+    states = {task: ti["state"] for task, ti in night.instances.items()}
+    assert night.state == "success", states
+    for scenario in SCENARIOS:
+        assert states[scenario_task_id(scenario)] == "success"
+    assert states["tear_down_environment"] == "success"
+    summary = night.summary
+    assert summary is not None
+    run_id = str(summary["run_id"])
+    published = published_run(run_id)
+
+    metadata = published["results"]["metadata"]
+    assert metadata["kai_commit_hash"] == local_env.built_images().kai_commit, "the suite of KAI's build"
+    pushed = local_env.registry().digest(f"{DEFAULT_RUNNER_IMAGE}:main")
+    assert metadata["runner_image_ids"] == dict.fromkeys(SCENARIOS, f"{DEFAULT_RUNNER_IMAGE}@{pushed}"), (
+        "the runner image built from docker/runner/Dockerfile, with KAI's compiled suite"
+    )
+    assert metadata["kwok_node_count"] == NODE_COUNT
+    built = local_env.built_images()
+    kai_images = metadata["kai_images"]
+    # What KAI's operator deployed, read from the cluster: every service, each of this build's images.
+    assert {"kai-scheduler-default", "binder", "pod-grouper", "queue-controller"} <= set(kai_images), (
+        kai_images
+    )
+    assert all(
+        image.startswith(built.kai_image_repository) and image.endswith(f":{built.kai_image_tag}")
+        for images in kai_images.values()
+        for image in images
+    ), kai_images
+    assert metadata["kubernetes_version"] == "v1.34.4"
+    results = published["results"]["results"]
+    assert results["status"] == "success"
+    skipped = {test["test_name"] for test in results["tests"] if test["status"] == "skipped"}
+    assert skipped == ALL_SCENARIOS - set(SCENARIOS), "the scenarios not selected, by name"
+    tests = [test for test in results["tests"] if test["status"] != "skipped"]
+    assert {test["test_name"] for test in tests} == SUITE_TESTS, "the suite's own entries"
+    for test in tests:
+        assert test["status"] == "success", test
+        details = test["details"]
+        assert (details["nodes"], details["jobs"]) == (NODE_COUNT, NODE_COUNT * 8), test
+        assert GO_DURATION.match(details["time"]), f"the suite's own duration string: {test}"
+    published_tests = {test["test_name"]: test for test in tests}
+    for written in _suite_results_as_written(summary):
+        published_test = published_tests[written["test_name"]]
+        assert {key: published_test.get(key) for key in written} == written, "as KAI's suite wrote it"
+    its = [
+        spec["State"]
+        for suite in published["report"]
+        for spec in suite["SpecReports"] or []
+        if spec["LeafNodeType"] == "It"
+    ]
+    assert its.count("passed") == len(SUITE_TESTS), "Ginkgo's own report: one passed spec per entry"
+    assert set(its) == {"passed", "skipped"}, "the focus skipped the other specs"
+
+    profile = load_profile(REPO / "include" / "metrics" / "default.yaml")
+    kai_metrics = [query.name for query in profile.queries if "kai_" in query.query]
+    assert kai_metrics, "the metrics profile queries KAI's own metrics"
+    for scenario in SCENARIOS:
+        metrics = published["metrics"]["scenarios"][scenario]
+        assert metrics["status"] == "collected", scenario
+        series = {name: metrics["metrics"][name]["series"] for name in kai_metrics}
+        scraped = json.dumps(series)[:1000]
+        assert all(series.values()), f"the real Prometheus scraped KAI in {scenario}: {scraped}"
+
+    (entry,) = published["entries"]
+    assert (entry["status"], entry["node_count"]) == ("success", NODE_COUNT)
+    _check_only_the_infrastructure_is_left(local_env, run_id)
+    return run_id
+
+
+def _check_only_the_infrastructure_is_left(local_env: LocalEnvironment, run_id: str) -> None:
+    """The night's teardown removed what it added: its pool and nodes, its pods, the suite's namespaces."""
+    pool = local_env.kubectl("get", "nodepools", "--output=name")
+    assert pool.strip() == "", "the pool the night created is deleted"
+    nodes = local_env.kubectl("get", "nodes", "--output=name").split()
+    assert nodes == [f"node/{NODE_NAME}"], "no KWOK node left"
+    pods = local_env.kubectl(
+        "get",
+        "pods",
+        "--all-namespaces",
+        f"--selector={labels.RUN_ID}={labels.label_value(run_id)}",
+        "--output=name",
+    )
+    assert pods.strip() == "", "no pod of the run"
+    suites = local_env.kubectl("get", "namespaces", "--selector=app=engine-e2e", "--output=name")
+    assert suites.strip() == "", "no namespace of KAI's suite"
+
+
+def _releases(local_env: LocalEnvironment) -> dict[str, str]:
+    """Every helm release of the cluster, by name: its revision."""
+    listed = subprocess.run(
+        [
+            str(local_env.config.helm_dir / "helm"),
+            "list",
+            "--all-namespaces",
+            "--output=json",
+            f"--kubeconfig={local_env.config.kubeconfig}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {release["name"]: str(release["revision"]) for release in json.loads(listed.stdout)}
+
+
+def _suite_results_as_written(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of each scenario's ``kwok_scale_test.json``, as the runner uploaded the suite's file."""
+    written: list[dict[str, Any]] = []
+    for entry in summary["scenarios"]:
+        if entry["scenario"] in SCENARIOS:
+            key = scenario_outputs(
+                run_id=summary["run_id"], scenario=entry["scenario"], try_number=entry["try_number"]
+            ).suite_results
+            written += read_json(key)["tests"]
+    assert {test["test_name"] for test in written} == SUITE_TESTS, written
+    return written
+
+
+def _infrastructure(local_env: LocalEnvironment) -> dict[str, str]:
+    """The pipeline's infrastructure: helm releases by revision, labelled Deployments by uid."""
+    found = {
+        f"release/{name}": revision
+        for name, revision in _releases(local_env).items()
+        if name in INFRASTRUCTURE_RELEASES
+    }
+    deployments = local_env.kubectl(
+        "get",
+        "deployments",
+        "--all-namespaces",
+        f"--selector={labels.ROLE}={labels.INFRASTRUCTURE}",
+        "--output=jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{'\\n'}{end}",
+    )
+    for line in deployments.split():
+        name, _, uid = line.partition("=")
+        found[f"deployment/{name}"] = uid
+    return found

@@ -127,13 +127,19 @@ def test_the_guard_keeps_pod_traffic_on_the_bridge(local_env: LocalEnvironment) 
 
     One inet table (IPv4 and IPv6), before every other chain of its hooks: forwarding of the pod
     subnet off the bridge is dropped; the servers on every address answer only loopback and the
-    bridge; from the bridge, pods reach the API server, the kubelet (Prometheus scrapes it) and the S3
-    endpoint, and replies come back.
+    bridge; from the bridge, pods reach the API server, the kubelet (Prometheus scrapes it), the S3
+    endpoint, and for the Airflow deployment its database, the registry (charts) and the release
+    manifests' mirror; replies come back.
     """
     network = local_env.node().config.network
     ports = local_env.config.ports
     subnet, bridge, gateway = local_env.config.pod_subnet, network.bridge, network.gateway
-    served = ", ".join(str(port) for port in sorted((ports.kube_apiserver, ports.kubelet, ports.s3)))
+    served = ", ".join(
+        str(port)
+        for port in sorted(
+            (ports.kube_apiserver, ports.kubelet, ports.s3, ports.postgres, ports.registry, ports.mirror)
+        )
+    )
     for_pods = served
     assert _chain(network.guard_table, "forward") == [
         "type filter hook forward priority raw; policy accept;",

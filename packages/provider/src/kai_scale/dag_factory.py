@@ -8,6 +8,7 @@ it, its setup (cleared with it by Airflow) and what comes after it: metrics, pub
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -22,12 +23,14 @@ from kai_scale.cluster.kai_tuning import load_profile as load_tuning_profile
 from kai_scale.cluster.setup import load_installs
 from kai_scale.metrics import task as metrics_task
 from kai_scale.metrics.profile import MetricsProfile, load_profile
-from kai_scale.operators.scenario_pod import ScenarioPodOperator
+from kai_scale.operators.scenario_pod import ScenarioPodOperator, scenario_task_id
 from kai_scale.params import param_schema
 from kai_scale.publishing import task as publishing_task
 from kai_scale.publishing.xcom import PUBLISH_TASK_ID
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.scenario import Scenario
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULE = "@daily"
 SETUP_RETRIES = 2
@@ -190,10 +193,16 @@ def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XC
         """KAI tuned by the deployment's tuning profile and rolled out by KAI's operator."""
         return cluster_tasks.tune_kai(settings=settings)
 
-    @task
+    # A branch, so the scenarios not selected are skipped by the scheduler, without a worker pod each.
+    @task.branch
     def wait_for_nodes(**context: Any) -> list[str]:
-        """All nodes of the NodePool Ready with GPUs."""
-        return cluster_tasks.wait_for_nodes(settings=settings, params=context["params"])
+        """All nodes of the NodePool Ready with GPUs; then only the selected scenarios run."""
+        params = context["params"]
+        for done in cluster_tasks.wait_for_nodes(settings=settings, params=params):
+            logger.info("%s", done)
+        selected = [scenario_task_id(name) for name in names if name in params["scenarios"]]
+        # The teardown hangs off every setup task: a branch that left it out would skip it.
+        return [*selected, TEARDOWN_TASK_ID]
 
     return [
         check_cluster(),
