@@ -8,8 +8,8 @@ UV_VERSION := 0.13.9
 export KAI_LOCALENV_HOME ?= $(HOME)/.local/state/kai-scale-pipeline
 
 NODE_COUNT ?= 500
-# make demo: what this 2-core machine runs and passes (README, "The local scenario set"); SCENARIOS=
-# (empty) runs every enabled scenario, as a night does.
+# make demo: what this 2-core machine runs and passes (docs/scenarios.md, "The local scenario set");
+# SCENARIOS= (empty) runs every enabled scenario, as a night does.
 DEMO_NODE_COUNT ?= 100
 # A NODE_COUNT given on the command line or in the environment wins over the demo's default.
 DEMO_NODES := $(if $(filter environment command%,$(origin NODE_COUNT)),$(NODE_COUNT),$(DEMO_NODE_COUNT))

@@ -9,7 +9,7 @@ tears the environment down, also after failures.
 **Trigger** with `node_count` (1-10000), the `scenarios` to run, the KAI ref and the runner image tag.
 **Retry one scenario** from the Airflow UI: clear its `run_*` task; its setup re-runs, then the summary
 and the teardown.
-See README.md.
+How it works: docs/architecture.md; what to do when a night fails: docs/runbook.md.
 """
 
 from __future__ import annotations

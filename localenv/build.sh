@@ -20,7 +20,8 @@ HELM_VERSION="v3.19.5"
 # The real node's network plugins and the cluster DNS (the CoreDNS release kubeadm 1.34 deploys).
 CNI_PLUGINS_VERSION="v1.9.0"
 COREDNS_VERSION="v1.12.1"
-# The real node's container runtime and runc (README, "Building the binaries", says why these).
+# The real node's container runtime and runc (docs/local-environment.md, "Building the binaries",
+# says why these).
 CONTAINERD_VERSION="v2.3.7"
 RUNC_VERSION="v1.3.6"
 # Debian packages the real node needs: the iptables and nft commands (kube-proxy, the kubelet, the

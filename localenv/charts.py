@@ -129,7 +129,7 @@ class ChartPusher:
         if not archive.exists():
             raise ComponentError(
                 f"charts: {archive} not found; set KAI_LOCALENV_VENDOR_DIR to a directory holding "
-                f"{chart.archive} (a `git archive` of the chart's source, see README)"
+                f"{chart.archive} (a `git archive` of the chart's source, see docs/local-environment.md)"
             )
         with tarfile.open(archive) as source:
             source.extractall(work, filter="data")

@@ -631,7 +631,7 @@ class LocalEnvironment:
             "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(kubernetes_connection),
             "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection),
             "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
-            # What the README's Reliability section asks of every deployment (docker-compose sets it too).
+            # What docs/reliability.md asks of every deployment (docker-compose sets it too).
             "AIRFLOW__WORKERS__API_RETRIES": "10",
             # KAI at sizes that fit this environment's one 2-CPU node (include/manifests/kai-tuning/).
             "KAI_SCALE_KAI_TUNING_PROFILE": "local",

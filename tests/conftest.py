@@ -30,7 +30,7 @@ os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
 os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = postgres.url(
     host="127.0.0.1", port=Ports.from_environment().postgres, database=TESTS_DATABASE
 )
-# The deployment setting the README asks for (Reliability): Kubernetes API calls of the pod operator
+# The deployment setting docs/reliability.md asks for: Kubernetes API calls of the pod operator
 # retried for about 90 s, so an API server restart does not fail a running scenario.
 os.environ["AIRFLOW__WORKERS__API_RETRIES"] = "10"
 

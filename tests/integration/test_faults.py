@@ -2,8 +2,8 @@
 
 Each test breaks one real component while the shipped pipeline runs (the API server restarting, the
 S3 endpoint hanging) and checks that nothing is lost: the outputs complete, the manifest holds one
-entry for the run, and the log says what happened. The table of outcomes is in the README
-(Reliability).
+entry for the run, and the log says what happened. The table of outcomes is in
+docs/reliability.md.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ def test_clearing_a_failed_scenario_reruns_only_it(airflow_api: httpx.Client) ->
         (k, v["state"]) for k, v in first.items() if k.startswith("run")
     ]
     assert (first["run_flaky"]["state"], first["run_steady"]["state"]) == ("failed", "success")
-    # The scheduler ran them one at a time, in the order of their names (README, Reliability).
+    # The scheduler ran them one at a time, in the order of their names (docs/reliability.md).
     flaky_end, steady_start = first["run_flaky"]["end_date"], first["run_steady"]["start_date"]
     assert datetime.fromisoformat(flaky_end) <= datetime.fromisoformat(steady_start), (
         flaky_end,

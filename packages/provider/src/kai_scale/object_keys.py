@@ -1,9 +1,9 @@
 """Where a run's objects live in the results bucket. Pure: a function of run, scenario and try.
 
-The names are the README's glossary: per try the runner's ``outcome.json``, ``ginkgo-report.json`` and
-``kwok_scale_test.json``; per run the ``run-summary.json`` and ``metrics.json`` under ``runs/``;
-published, ``results.json``, ``ginkgo-report.json`` and ``metrics.json`` under the public prefix,
-indexed by ``manifest.json``.
+The names are the glossary of docs/results.md: per try the runner's ``outcome.json``,
+``ginkgo-report.json`` and ``kwok_scale_test.json``; per run the ``run-summary.json`` and
+``metrics.json`` under ``runs/``; published, ``results.json``, ``ginkgo-report.json`` and
+``metrics.json`` under the public prefix, indexed by ``manifest.json``.
 """
 
 from __future__ import annotations
