@@ -15,7 +15,7 @@ from kai_scale.cluster.kai_rollout import (
 )
 from kai_scale.cluster.kai_tuning import load_profile
 from tests.conftest import REPO
-from tests.unit.provider.kai_deployments import kai_deployment, scale_deployments
+from tests.unit.provider.cluster.kai_deployments import kai_deployment, scale_deployments
 
 SCALE = load_profile(REPO / "include", "scale").patches
 PYROSCOPE = "http://pyroscope.monitoring.svc.cluster.local.:4040"

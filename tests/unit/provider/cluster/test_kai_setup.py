@@ -15,7 +15,7 @@ from kai_scale.cluster.kai_setup import KAI_ROLLOUT_POLL_SECONDS, tune_kai
 from kai_scale.cluster.setup import SetupError
 from kai_scale.hooks.cluster import ClusterHook
 from tests.conftest import REPO
-from tests.unit.provider.kai_deployments import kai_deployment, scale_deployments
+from tests.unit.provider.cluster.kai_deployments import kai_deployment, scale_deployments
 
 
 class StandInCluster:

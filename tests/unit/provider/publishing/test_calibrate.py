@@ -16,7 +16,7 @@ from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import manifest_key, published_keys
 from kai_scale.publishing.calibrate import main
 from tests.conftest import REPO
-from tests.unit.provider.published_runs import PREFIX, failed_scenario, publish, suite_test
+from tests.unit.provider.publishing.published_runs import PREFIX, failed_scenario, publish, suite_test
 from tests.waiting import free_ports
 
 

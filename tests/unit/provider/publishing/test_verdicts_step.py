@@ -6,7 +6,7 @@ import pytest
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.publishing.verdicts_step import judge_run
-from tests.unit.provider.published_runs import PREFIX, failed_scenario, publish, suite_test
+from tests.unit.provider.publishing.published_runs import PREFIX, failed_scenario, publish, suite_test
 
 
 def test_each_scenario_is_compared_with_its_own_previous_run(results_bucket: ResultsBucketHook) -> None:
