@@ -50,7 +50,8 @@ typecheck: venv ## mypy strict on the packages, the plugin, the local environmen
 test: lint typecheck local-deps view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
-check: lint typecheck local-deps ## the fast loop: lint, types, unit, DAG and packaging tests (no local environment)
+check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tests (no local environment)
+	localenv/build.sh helm
 	$(BIN)/pytest tests/unit tests/dags tests/packaging
 
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules

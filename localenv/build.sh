@@ -220,6 +220,12 @@ build_pause() {
     gcc -Os -Wall -Werror -static "-DVERSION=v$PAUSE_VERSION-kai-scale" -o "$dir.tmp/pause" "$source"
 }
 
+# `build.sh helm`: helm alone, for make check (a unit test renders the Airflow chart with it).
+if [[ "${1:-}" == helm ]]; then
+  build_helm
+  exit 0
+fi
+
 # One directory of links, so the rest of the environment needs a single path.
 bin_dir="$cache_root/bin/current"
 require_debian_packages

@@ -109,7 +109,8 @@ def trigger(api: AirflowApi, conf: dict[str, Any]) -> str:
         )
     answer = api.request("POST", f"/dags/{DAG_ID}/dagRuns", json={"logical_date": None, "conf": conf})
     if answer.status_code != 200:
-        # The plugin's trigger guard refuses a bad conf with 400 and says which param is wrong.
+        # A bad conf is refused with 400 naming the param: a bad value by Airflow's check of the params,
+        # an unknown key by the plugin's trigger guard.
         raise ComponentError(f"airflow: the trigger was refused: {answer.status_code} {answer.text[:500]}")
     return str(answer.json()["dag_run_id"])
 

@@ -193,7 +193,7 @@ def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XC
         """KAI tuned by the deployment's tuning profile and rolled out by KAI's operator."""
         return cluster_tasks.tune_kai(settings=settings)
 
-    # A branch, so the scenarios not selected are skipped by the scheduler, without a worker pod each.
+    # A branch, so the scenarios not selected are skipped by it, without a worker pod each.
     @task.branch
     def wait_for_nodes(**context: Any) -> list[str]:
         """All nodes of the NodePool Ready with GPUs; then only the selected scenarios run."""
@@ -201,7 +201,7 @@ def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XC
         for done in cluster_tasks.wait_for_nodes(settings=settings, params=params):
             logger.info("%s", done)
         selected = [scenario_task_id(name) for name in names if name in params["scenarios"]]
-        # The teardown hangs off every setup task: a branch that left it out would skip it.
+        # The teardown hangs off every setup task: with no scenario to follow, the branch would skip it.
         return [*selected, TEARDOWN_TASK_ID]
 
     return [
