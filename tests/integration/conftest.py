@@ -16,14 +16,13 @@ from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.settings import PipelineSettings
-from localenv.airflow import AirflowApi, AirflowDeployment
 from localenv.environment import LocalEnvironment
 from localenv.kai import BuiltImages
 from localenv.settings import Settings
 from tests.conftest import REPO, TESTS_DATABASE
 from tests.integration.airflow_env import TEST_RUNNER_IMAGE, migrate_airflow_db, push_test_runner_image
 from tests.integration.real_kai import kai_leftovers, switch_scheduler, wait_until_scheduler_serves
-from tests.waiting import free_ports, wait_for
+from tests.waiting import wait_for
 
 TEST_LABEL = "kai-scale.dev/test"
 
@@ -129,29 +128,6 @@ def prometheus(monitoring: str) -> Iterator[PrometheusClient]:
             interval=2,
         )
         yield prometheus_client
-
-
-@pytest.fixture(scope="module")
-def airflow_deployment(local_env: LocalEnvironment) -> Iterator[AirflowDeployment]:
-    """Airflow as make demo deploys it: the official chart in the cluster, on the local PostgreSQL.
-
-    Removed after the module: its services poll the database and probe themselves all the time, a
-    load the other tests' measurements on this 2-CPU machine should not carry.
-    """
-    deployment = AirflowDeployment(local_env)
-    deployment.deploy()
-    yield deployment
-    deployment.uninstall()
-
-
-@pytest.fixture(scope="module")
-def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
-    """The deployment's REST API through its UI's port on loopback, logged in as its first user."""
-    (port,) = free_ports(1)
-    api = AirflowApi(airflow_deployment.serve_ui(port))
-    yield api
-    api.close()
-    airflow_deployment.stop_ui(port)
 
 
 @pytest.fixture(scope="session")

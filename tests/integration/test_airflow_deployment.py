@@ -10,9 +10,15 @@ from source) and nothing of the pipeline's: the first night's setup installs KWO
 fake GPU operator and the monitoring stack from their pinned sources (the local mirror), the second
 finds them. Runs with the other tests that restart the environment, after every other test (the
 restarted cluster has a new CA). The deployed api-server refuses bad confs: bad values by Airflow's
-own check of the params, an unknown key by the plugin's trigger guard. test_retry_via_rest_api.py
-(clearing a failed scenario, a lost worker) and test_trend_view.py (the browser) still run an Airflow
-of their own.
+own check of the params, an unknown key by the plugin's trigger guard.
+
+The nights meet what a deployment meets (docs/reliability.md). In the first, the scheduler pod is
+killed and the worker pod of ``sanity-fill-cluster`` deleted while its runner runs, and the scheduler
+comes back only once that runner finished: the retry adopts its outputs. Then the worker pod of
+``whole-gpu-pending-background`` is deleted while its runner runs (the retry reattaches to it) and
+PostgreSQL is restarted while the retry waits. In the second, KAI's scheduler is off: its one scenario
+fails, KAI is switched on, and clearing that scenario through the REST API re-runs only it; the
+published entry is replaced in place. test_trend_view.py (the browser) still runs an Airflow of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import boto3
 import httpx
 import pytest
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from kai_scale.metrics.profile import load_profile
 from kai_scale.object_keys import scenario_outputs
@@ -37,20 +44,32 @@ from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
 from kai_scale_model import labels
 from localenv import settings as localenv_settings
-from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment
-from localenv.demo import DAG_ID, follow, run_summary, task_instances, trigger, wait_for_dag
+from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment, Overrides
+from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
 from localenv.node import NODE_NAME, SYSTEM_NODE_LABEL
 from tests.conftest import REPO
 from tests.integration.airflow_env import published_run, read_json
+from tests.integration.real_kai import switch_scheduler
+from tests.waiting import free_ports, wait_for
 
 pytestmark = [pytest.mark.restarts_local_env, pytest.mark.usefixtures("s3_from_this_machine")]
 
 NODE_COUNT = 20
-FIRST_NIGHT = ("sanity-fill-cluster", "whole-gpu-pending-background")
-# The second night's point is finding the first's setup: one scenario keeps make test shorter.
+# The first night loses the worker of each: ADOPTED's while the scheduler is down, REATTACHED's not.
+ADOPTED, REATTACHED = "sanity-fill-cluster", "whole-gpu-pending-background"
+FIRST_NIGHT = (ADOPTED, REATTACHED)
+# The second night's point is finding the first's setup, and a cleared scenario: one keeps it short.
 SECOND_NIGHT = ("sanity-fill-cluster",)
+RUNNER_ROLE = "runner"
+# Deployment settings of the release under test, as an operator would tune them: a lost worker's retry
+# starts within seconds (the runner it reattaches to is still running), and a scheduler counts a killed
+# one dead, and resets its tasks, within half a minute instead of five.
+FAULT_TUNING = Overrides(
+    env={"KAI_SCALE_RETRY_DELAY_SECONDS": "5"},
+    config={"scheduler": {"scheduler_health_check_threshold": "20", "orphaned_tasks_check_interval": "10"}},
+)
 ALL_SCENARIOS = {path.stem for path in (REPO / "include" / "scenarios").glob("*.yaml")}
 # The entries KAI's suite writes for each scenario's specs (test/e2e/scale/kwok_test.go).
 SUITE_TESTS = {
@@ -110,6 +129,29 @@ def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[None]:
         ):
             patch.setenv(name, exports[name])
         yield
+
+
+@pytest.fixture(scope="module")
+def airflow_deployment(local_env: LocalEnvironment, bare_cluster: BareCluster) -> Iterator[AirflowDeployment]:
+    """Airflow as make demo deploys it, with FAULT_TUNING: the official chart, on the local PostgreSQL.
+
+    Removed after the module: its services poll the database and probe themselves all the time, a
+    load the other tests' measurements on this 2-CPU machine should not carry.
+    """
+    deployment = AirflowDeployment(local_env)
+    deployment.deploy(FAULT_TUNING)
+    yield deployment
+    deployment.uninstall()
+
+
+@pytest.fixture(scope="module")
+def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
+    """The deployment's REST API through its UI's port on loopback, logged in as its first user."""
+    (port,) = free_ports(1)
+    api = AirflowApi(airflow_deployment.serve_ui(port))
+    yield api
+    api.close()
+    airflow_deployment.stop_ui(port)
 
 
 def _pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
@@ -180,11 +222,17 @@ class Night:
     pipeline_run_id: str
     """The pipeline's run id, under which it published."""
     infrastructure: dict[str, str]
+    lost_runners: dict[str, client.V1Pod]
+    """By scenario: the runner pod that ran while the scenario's worker pod was deleted."""
+    failed_entry: dict[str, Any] | None
+    """The manifest entry of the run before a failed scenario of it was cleared."""
 
 
 @pytest.fixture(scope="module")
-def nights(airflow_api: AirflowApi, local_env: LocalEnvironment) -> tuple[Night, Night]:
-    """Two nights in a row, each triggered through the REST API as make demo does.
+def nights(
+    airflow_api: AirflowApi, local_env: LocalEnvironment, core: client.CoreV1Api
+) -> tuple[Night, Night]:
+    """Two nights in a row, each triggered through the REST API as make demo does, each with its faults.
 
     Each is checked as soon as it ends (``_check_night``), so what the first published and left behind
     is seen before the second night's setup and teardown could hide it, and a failed first night
@@ -192,8 +240,12 @@ def nights(airflow_api: AirflowApi, local_env: LocalEnvironment) -> tuple[Night,
     """
     wait_for_dag(airflow_api)
 
-    def night(scenarios: tuple[str, ...]) -> Night:
-        run_id = trigger(airflow_api, {"node_count": NODE_COUNT, "scenarios": list(scenarios)})
+    def night(
+        run_id: str,
+        scenarios: tuple[str, ...],
+        lost_runners: dict[str, client.V1Pod],
+        failed_entry: dict[str, Any] | None = None,
+    ) -> Night:
         state = follow(airflow_api, run_id)
         instances = {ti["task_id"]: ti for ti in task_instances(airflow_api, run_id)}
         summary = run_summary(airflow_api, run_id)
@@ -205,9 +257,127 @@ def nights(airflow_api: AirflowApi, local_env: LocalEnvironment) -> tuple[Night,
             summary=summary,
             pipeline_run_id=_check_night(scenarios, state, instances, summary, local_env),
             infrastructure=_infrastructure(local_env),
+            lost_runners=lost_runners,
+            failed_entry=failed_entry,
         )
 
-    return night(FIRST_NIGHT), night(SECOND_NIGHT)
+    first_run = trigger(airflow_api, {"node_count": NODE_COUNT, "scenarios": list(FIRST_NIGHT)})
+    lost = _lose_workers(airflow_api, first_run, core, local_env)
+    first = night(first_run, FIRST_NIGHT, lost)
+    second_run, failed_entry = _failed_then_cleared(airflow_api, core, local_env)
+    return first, night(second_run, SECOND_NIGHT, {}, failed_entry)
+
+
+def _lose_workers(
+    api: AirflowApi, run_id: str, core: client.CoreV1Api, local_env: LocalEnvironment
+) -> dict[str, client.V1Pod]:
+    """The first night's faults, each while a runner runs; the runner pods of the lost workers.
+
+    ADOPTED: the scheduler pod is killed and the worker killed; the scheduler comes back once the
+    runner finished. REATTACHED: the worker is killed; PostgreSQL restarts while the retry waits.
+    """
+    adopted = _runner_in(core, ADOPTED, "Running")
+    worker = _running_worker(api, run_id, ADOPTED)
+    local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=0")
+    for pod in _pods(core, "scheduler"):
+        core.delete_namespaced_pod(pod.metadata.name, NAMESPACE, grace_period_seconds=0)
+    _kill_worker(local_env, core, worker)
+    _runner_in(core, ADOPTED, "Succeeded")
+    local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1")
+
+    reattached = _runner_in(core, REATTACHED, "Running")
+    _kill_worker(local_env, core, _running_worker(api, run_id, REATTACHED))
+    _running_worker(api, run_id, REATTACHED, try_number=2)
+    database = local_env.postgres()
+    database.stop()
+    database.start()
+    return {ADOPTED: adopted, REATTACHED: reattached}
+
+
+def _kill_worker(local_env: LocalEnvironment, core: client.CoreV1Api, pod: str) -> None:
+    """SIGKILL to every process of a worker pod but its init, as when its node dies or it runs out of memory.
+
+    Deleting the pod would not do: its task is told (SIGTERM) and stops its runner pod on the way out,
+    as it must when a person marks the task failed.
+    """
+    local_env.kubectl("exec", f"--namespace={NAMESPACE}", pod, "--", "bash", "-c", "kill -9 -1", check=False)
+
+    def failed() -> bool:
+        try:
+            return str(core.read_namespaced_pod(pod, NAMESPACE).status.phase) == "Failed"
+        except ApiException as error:  # the executor may delete the pod once it saw it fail
+            return bool(error.status == 404)
+
+    wait_for(failed, timeout=60, what=f"the killed worker pod {pod} to fail", interval=1)
+
+
+def _runner_in(core: client.CoreV1Api, scenario: str, phase: str) -> client.V1Pod:
+    """The scenario's runner pod, once it is in ``phase``."""
+    selector = f"{labels.SCENARIO}={scenario},{labels.ROLE}={RUNNER_ROLE}"
+
+    def found() -> client.V1Pod | None:
+        pods = core.list_pod_for_all_namespaces(label_selector=selector).items
+        return next((pod for pod in pods if pod.status.phase == phase), None)
+
+    return wait_for(found, timeout=1500, what=f"{scenario}'s runner pod in phase {phase}", interval=2)
+
+
+def _running_worker(api: AirflowApi, run_id: str, scenario: str, *, try_number: int = 1) -> str:
+    """The worker pod running the scenario's task (its try ``try_number``): the task's hostname."""
+    task = scenario_task_id(scenario)
+
+    def running() -> str | None:
+        ti = api.get(f"{run_path(run_id)}/taskInstances/{task}")
+        ok = ti["state"] == "running" and ti["try_number"] == try_number and ti["hostname"]
+        return str(ti["hostname"]) if ok else None
+
+    return wait_for(running, timeout=600, what=f"{task}'s try {try_number} to run", interval=2)
+
+
+def _failed_then_cleared(
+    api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnvironment
+) -> tuple[str, dict[str, Any]]:
+    """The second night: its scenario fails while KAI's scheduler is off; cleared once it is on again.
+
+    The first try's run is published as a failure; the clear (as an engineer does it from the UI)
+    re-runs the scenario with the setup, metrics, publishing and teardown. The run's id and the
+    manifest entry of the failure.
+    """
+    (scenario,) = SECOND_NIGHT
+    task = scenario_task_id(scenario)
+    switch_scheduler(local_env, core, enabled=False)
+    run_id = trigger(api, {"node_count": NODE_COUNT, "scenarios": [scenario]})
+    wait_for(
+        lambda: api.get(f"{run_path(run_id)}/taskInstances/{task}")["state"] == "failed",
+        timeout=1500,
+        what=f"{task} to fail without KAI's scheduler",
+        interval=3,
+    )
+    switch_scheduler(local_env, core, enabled=True)
+    assert follow(api, run_id) == "failed"
+    summary = run_summary(api, run_id)
+    assert summary is not None
+    (failed_entry,) = published_run(str(summary["run_id"]))["entries"]
+    assert failed_entry["status"] == "failure"
+
+    cleared = api.request(
+        "POST",
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        json={
+            "dag_run_id": run_id,
+            "task_ids": [task],
+            "include_downstream": True,
+            "only_failed": False,
+            "reset_dag_runs": True,
+            "dry_run": False,
+        },
+    )
+    assert cleared.status_code == 200, cleared.text
+    cleared_tasks = {ti["task_id"] for ti in cleared.json()["task_instances"]}
+    assert {task, "collect_metrics", "publish_results", "tear_down_environment"} <= cleared_tasks
+    assert not {scenario_task_id(name) for name in ALL_SCENARIOS - {scenario}} & cleared_tasks, "only it"
+    wait_for(lambda: api.get(run_path(run_id))["state"] != "failed", timeout=60, what="the run to restart")
+    return run_id, failed_entry
 
 
 @pytest.mark.timeout(2400)
@@ -225,6 +395,60 @@ def test_two_nights_on_a_bare_cluster_both_run_the_suite_and_the_second_finds_th
     assert first_id != second_id
     published = published_run(second_id)
     assert [run["run_id"] for run in published["manifest_runs"]] == [first_id, second_id], "history kept"
+
+
+def test_a_lost_worker_is_retried_onto_its_runner_pod_and_nothing_is_measured_twice(
+    airflow_api: AirflowApi, nights: tuple[Night, Night]
+) -> None:
+    """The first night's lost workers: each retry took the outputs of the runner of try 1.
+
+    ADOPTED's runner finished while no scheduler ran: its outputs adopted. REATTACHED's still ran: the
+    retry reattached to it, and PostgreSQL restarting meanwhile lost nothing (_check_night: one
+    manifest entry, the suite's results as written).
+    """
+    first = nights[0]
+    assert first.summary is not None
+    tries = {entry["scenario"]: entry["try_number"] for entry in first.summary["scenarios"]}
+    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    for scenario in first.lost_runners:
+        task = first.instances[scenario_task_id(scenario)]
+        assert (task["state"], task["try_number"]) == ("success", 2), scenario
+        assert tries[scenario] == 1, f"{scenario}: the outputs of the runner of try 1"
+        second_try = s3.list_objects_v2(
+            Bucket=localenv_settings.DEFAULT_BUCKET,
+            Prefix=f"runs/{first.pipeline_run_id}/scenarios/{scenario}/try-2/",
+        )
+        assert second_try.get("KeyCount", 0) == 0, f"{scenario}: no second runner measured it"
+    log = _task_log(airflow_api, first.run_id, ADOPTED, try_number=2)
+    adopted = first.lost_runners[ADOPTED].metadata.name
+    assert f"the runner of try 1 ({adopted}) finished while its worker was lost" in log
+    log = _task_log(airflow_api, first.run_id, REATTACHED, try_number=2)
+    runner = first.lost_runners[REATTACHED].metadata
+    assert f"Reconnecting to pod {runner.namespace}/{runner.name}" in log
+    assert "reattached to the runner of try 1" in log
+
+
+def test_a_cleared_scenario_reruns_alone_and_replaces_the_failure_in_place(
+    nights: tuple[Night, Night],
+) -> None:
+    """The second night, failed without KAI's scheduler, then cleared: one entry, now a success."""
+    second = nights[1]
+    (scenario,) = second.scenarios
+    task = second.instances[scenario_task_id(scenario)]
+    assert (task["state"], task["try_number"]) == ("success", 2)
+    assert second.instances["setup.wait_for_nodes"]["try_number"] == 2, "the setup re-ran before it"
+    assert second.failed_entry is not None
+    published = published_run(second.pipeline_run_id)
+    (entry,) = published["entries"]  # _check_night: a success
+    assert entry["path"] == second.failed_entry["path"], "the failure's entry, updated in place"
+
+
+def _task_log(api: AirflowApi, run_id: str, scenario: str, *, try_number: int) -> str:
+    """A scenario task's log of one try, as the UI shows it (read from S3 once the task ended)."""
+    path = f"{run_path(run_id)}/taskInstances/{scenario_task_id(scenario)}/logs/{try_number}"
+    answer = api.request("GET", path, params={"full_content": True})
+    assert answer.status_code == 200, answer.text[:300]
+    return answer.text
 
 
 def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(

@@ -8,8 +8,6 @@ It measures nothing. ``STANDIN_MODE`` picks the behaviour:
 
 - ``pass``: one passing spec that writes a result entry, exit 0;
 - ``fail``: one failing spec that writes no entry (as the real suite's failures do), exit 1;
-- ``fail-once``: ``fail`` when it creates the namespace ``STANDIN_MARKER`` (the first try: the marker
-  outlives the pod, as a retry runs in a new one), ``pass`` when the namespace exists already;
 - ``truncate``: a passing run whose report is cut off mid-way, exit 0;
 - ``hang``: never ends (to be stopped by the pod's deadline);
 - ``slow``: ``pass`` after sleeping ``STANDIN_SECONDS``.
@@ -37,27 +35,11 @@ def spec(state: str, message: str = "") -> dict[str, object]:
     }
 
 
-def created_namespace(name: str) -> bool:
-    """Create the namespace (as the real suite does for its queues); False when it exists already."""
-    from kubernetes import client, config  # noqa: PLC0415 - only fail-once talks to the cluster
-
-    config.load_config()
-    try:
-        client.CoreV1Api().create_namespace({"metadata": {"name": name}})
-    except client.ApiException as error:
-        if error.status == 409:
-            return False
-        raise
-    return True
-
-
 def main() -> int:
     flags = dict(arg.split("=", 1) for arg in sys.argv[1:] if arg.startswith("--") and "=" in arg)
     report_path = Path(flags["--ginkgo.json-report"])
     nodes = int(os.environ.get("NODE_COUNT", "500"))
     mode = os.environ.get("STANDIN_MODE", "pass")
-    if mode == "fail-once":
-        mode = "fail" if created_namespace(os.environ["STANDIN_MARKER"]) else "pass"
     print(f"stand-in suite: focus={flags.get('--ginkgo.focus')!r} nodes={nodes} mode={mode}", flush=True)
     # What a test checks: the runner keeps its signed upload URLs from the suite's environment.
     leaked = any("X-Amz-Signature" in value for value in os.environ.values())
