@@ -21,7 +21,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.cluster.tasks import setup_step
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from localenv.environment import LocalEnvironment
 from localenv.node import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
@@ -106,8 +106,8 @@ def install_kwok_and_kwok_operator(environment: LocalEnvironment) -> None:
     """
     os.environ.update(environment.exports())
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    cluster_tasks.install_kwok(settings=settings)
-    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
+    setup_step("install_kwok").run(settings=settings)
+    setup_step("size_node_pool").run(settings=settings, params={"node_count": 0})
 
 
 def seconds_until_ready(environment: LocalEnvironment, core: client.CoreV1Api, count: int) -> float:

@@ -11,11 +11,13 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 from airflow.providers.standard.operators.python import BranchPythonOperator
 from airflow.sdk import DAG
+from airflow.sdk.bases.decorator import DecoratedOperator
 from airflow.sdk.definitions.param import ParamsDict
 from airflow.sdk.exceptions import ParamValidationError
 from airflow.serialization.serialized_objects import DagSerialization
 
 from kai_scale.alerts.run_records import record_task_failure
+from kai_scale.cluster.tasks import SETUP_STEPS
 from kai_scale.notifications.run_alerts import RunAlertEmailNotifier, RunAlertWebhookNotifier
 from kai_scale.operators.scenario_pod import ScenarioPodOperator
 from kai_scale.scenario_files import load_scenarios
@@ -52,17 +54,13 @@ def test_policy(dag: DAG) -> None:
 
 def test_task_graph_for_the_shipped_scenarios(dag: DAG) -> None:
     setups = [t for t in dag.tasks if t.is_setup]
-    assert [t.task_id for t in setups] == [
-        "setup.check_cluster",
-        "setup.install_kwok",
-        "setup.prepare_runner_access",
-        "setup.size_node_pool",
-        "setup.install_fake_gpu_operator",
-        "setup.install_monitoring",
-        "setup.install_service_monitors",
-        "setup.tune_kai",
-        "setup.wait_for_nodes",
-    ]
+    assert [t.task_id for t in setups] == [f"setup.{step.task_id}" for step in SETUP_STEPS], "in order"
+    for step, setup_task in zip(SETUP_STEPS, setups, strict=True):
+        assert isinstance(setup_task, DecoratedOperator), step.task_id
+        assert setup_task.doc_md == step.summary
+        assert isinstance(setup_task, BranchPythonOperator) == step.branch, step.task_id
+        assert setup_task.multiple_outputs == step.multiple_outputs, step.task_id
+        assert setup_task.retries == 2, step.task_id
     scenario_tasks = [t for t in dag.tasks if isinstance(t, ScenarioPodOperator)]
     assert sorted(t.scenario.name for t in scenario_tasks) == sorted(s.name for s in SCENARIOS)
     by_priority = sorted(scenario_tasks, key=lambda t: -t.priority_weight)

@@ -12,7 +12,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from kai_scale.cluster import setup as cluster_setup
-from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.settings import PipelineSettings
@@ -99,8 +99,8 @@ PROMETHEUS_HISTORY = timedelta(seconds=20)
 def monitoring(airflow_on_local_env: dict[str, str]) -> str:
     """The monitoring stack, installed by the pipeline's own setup steps; its Prometheus' URL."""
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    cluster_tasks.install_monitoring(settings=settings)
-    cluster_tasks.install_service_monitors(settings=settings)
+    setup_step("install_monitoring").run(settings=settings)
+    setup_step("install_service_monitors").run(settings=settings)
     return airflow_on_local_env["PROMETHEUS_URL"]
 
 
@@ -192,9 +192,9 @@ def prepared_cluster(airflow_on_local_env: dict[str, str]) -> None:
     managed-nodepool is absent afterwards, as after a night's teardown.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    cluster_tasks.install_kwok(settings=settings)
-    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
-    cluster_tasks.install_fake_gpu_operator(settings=settings)
+    setup_step("install_kwok").run(settings=settings)
+    setup_step("size_node_pool").run(settings=settings, params={"node_count": 0})
+    setup_step("install_fake_gpu_operator").run(settings=settings)
     # Ended as a night ends: its teardown removes the pool it created; the operators stay.
     with ClusterHook(conn_id="kubernetes_default") as cluster:
         cluster_setup.teardown(cluster, run_id="prepared-cluster", existing=None)

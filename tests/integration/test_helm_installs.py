@@ -24,9 +24,9 @@ from kubernetes import client
 
 from kai_scale.cluster import helm
 from kai_scale.cluster import setup as cluster_setup
-from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import Sources
+from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
@@ -126,11 +126,11 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     # have installed it, and left nodes).
     if "fake-gpu-operator" in _releases(namespace):
         _helm("uninstall", "fake-gpu-operator", "-n", namespace, "--wait")
-    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 0})
+    setup_step("size_node_pool").run(settings=settings, params={"node_count": 0})
     selector = f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}"
     wait_for(lambda: not core.list_node(label_selector=selector).items, timeout=60, what="no KWOK nodes")
 
-    lines = cluster_tasks.install_fake_gpu_operator(settings=settings)
+    lines = setup_step("install_fake_gpu_operator").run(settings=settings).lines
 
     assert lines == [
         "fake-gpu-operator 0.0.73 installed from "
@@ -147,7 +147,7 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
         (p.metadata.name, p.status.phase) for p in pods
     ]
 
-    cluster_tasks.size_node_pool(settings=settings, params={"node_count": 2})
+    setup_step("size_node_pool").run(settings=settings, params={"node_count": 2})
     try:
         assert cluster_setup.wait_for_nodes(cluster, node_count=2, timeout=120) == [
             "2 nodes Ready with nvidia.com/gpu"
@@ -159,8 +159,11 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     finally:
         # As the night ends: the pool its setup created goes (kwok-operator deletes its nodes).
         cluster_setup.teardown(cluster, run_id="fake-gpu-operator-test", existing=None)
-    assert cluster_tasks.install_fake_gpu_operator(settings=settings)[0].startswith(
-        "fake-gpu-operator 0.0.73 up to date"
+    assert (
+        setup_step("install_fake_gpu_operator")
+        .run(settings=settings)
+        .lines[0]
+        .startswith("fake-gpu-operator 0.0.73 up to date")
     )
 
 

@@ -20,8 +20,8 @@ import yaml
 from kubernetes import client
 from kubernetes.utils import parse_quantity
 
-from kai_scale.cluster import tasks as cluster_tasks
 from kai_scale.cluster.kai_setup import tune_kai
+from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
@@ -328,8 +328,8 @@ def test_the_system_node_has_room_for_the_largest_runner(
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     tune_kai(cluster, include_dir=settings.include_dir, profile=settings.kai_tuning_profile)
-    cluster_tasks.install_fake_gpu_operator(settings=settings)
-    cluster_tasks.install_monitoring(settings=settings)
+    setup_step("install_fake_gpu_operator").run(settings=settings)
+    setup_step("install_monitoring").run(settings=settings)
 
     def settled() -> list[client.V1Pod]:
         pods = core.list_pod_for_all_namespaces(

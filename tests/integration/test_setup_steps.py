@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from kai_scale.cluster import setup as cluster_setup
-from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
@@ -45,7 +45,7 @@ def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_syst
     release = local_env.config.mirror_dir / KWOK_RELEASE.removeprefix("https://")
     local_env.kubectl("delete", "--ignore-not-found", "--wait", "-f", str(release))
 
-    lines = cluster_tasks.install_kwok(settings=settings)
+    lines = setup_step("install_kwok").run(settings=settings).lines
 
     assert lines[0].startswith("installed KWOK v0.8.0: ")
     local_env.kubectl(
@@ -58,7 +58,9 @@ def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_syst
     [pod] = [pod for pod in pods["items"] if "deletionTimestamp" not in pod["metadata"]]
     assert pod["spec"]["nodeName"] == NODE_NAME
     assert pod["spec"]["containers"][0]["image"] == "registry.k8s.io/kwok/kwok:v0.8.0"
-    assert cluster_tasks.install_kwok(settings=settings)[0] == "KWOK already installed", "the next night"
+    assert setup_step("install_kwok").run(settings=settings).lines[0] == "KWOK already installed", (
+        "the next night"
+    )
 
 
 @pytest.mark.usefixtures("prepared_cluster")
@@ -72,7 +74,7 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     local_env.kubectl("delete", "stages", "--all")
     inventory = cluster_setup.preflight(cluster)
 
-    lines = cluster_tasks.install_kwok(settings=settings)
+    lines = setup_step("install_kwok").run(settings=settings).lines
 
     assert lines[0] == "KWOK already installed"
     assert lines[1].startswith("applied KWOK v0.8.0's stages: ")
@@ -83,7 +85,7 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     cluster_setup.teardown(cluster, run_id="night-1", existing=inventory.existing)
 
     assert _stages(local_env) == FAST_STAGES, "the setup's stages stay, the run's own is gone"
-    again = cluster_tasks.install_kwok(settings=settings)
+    again = setup_step("install_kwok").run(settings=settings).lines
     assert again[1:] == lines[1:], "the next night applies the same stages and finds nothing else to do"
 
 
@@ -98,7 +100,7 @@ def test_teardown_deletes_the_pool_its_run_created_with_its_nodes(
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     pool_nodes = ("get", "nodes", "-l", "kwok.x-k8s.io/controller=managed-nodepool", "--output=name")
-    cluster_tasks.size_node_pool(settings=settings, params={"node_count": node_count})
+    setup_step("size_node_pool").run(settings=settings, params={"node_count": node_count})
     cluster_setup.wait_for_nodes(cluster, node_count=node_count)
     assert len(local_env.kubectl(*pool_nodes).split()) == node_count
 

@@ -1,14 +1,14 @@
 """Builds the nightly DAG: setup tasks, one runner pod per scenario, metrics, publishing, teardown.
 
 Wiring only: each task's body lives with its concern (``cluster.tasks``, ``metrics.task``,
-``publishing.task``). Scenarios run one at a time (``max_active_tasks=1``: they share and measure one
-cluster) as siblings, so a failed scenario never blocks another, and clearing one scenario re-runs only
-it, its setup (cleared with it by Airflow) and what comes after it: metrics, publishing and the teardown.
+``publishing.task``), and the setup group is a task per row of ``cluster.tasks.SETUP_STEPS``. Scenarios
+run one at a time (``max_active_tasks=1``: they share and measure one cluster) as siblings, so a failed
+scenario never blocks another, and clearing one scenario re-runs only it, its setup (cleared with it by
+Airflow) and what comes after it: metrics, publishing and the teardown.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -29,8 +29,6 @@ from kai_scale.publishing import task as publishing_task
 from kai_scale.publishing.xcom import PUBLISH_TASK_ID
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.scenario import Scenario
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULE = "@daily"
 SETUP_RETRIES = 2
@@ -92,7 +90,7 @@ def build_nightly_dag(
         **alerts.dag_arguments,
     ) as dag:
         with TaskGroup(SETUP_GROUP, tooltip="prepare the cluster; idempotent, re-run by a retried scenario"):
-            setups = _setup_tasks(settings=settings, names=names)
+            setups = [_setup_task(step, settings=settings, names=names) for step in cluster_tasks.SETUP_STEPS]
             chain(*setups)
         # One retry, which only a lost worker uses: it reattaches to the running pod (see the operator).
         # A fixed order (the scenarios' order, by name) without dependencies between them, which
@@ -150,68 +148,21 @@ def build_nightly_dag(
     return dag
 
 
-def _setup_tasks(*, settings: PipelineSettings, names: Sequence[str]) -> list[XComArg]:
-    """The setup steps, each its own task so the UI shows where a setup failed."""
-
-    @task(task_id=cluster_tasks.CHECK_CLUSTER_TASK)
-    def check_cluster(**context: Any) -> dict[str, Any]:
-        """Refuse bad parameters; check the cluster answers and take stock of what is installed."""
-        return cluster_tasks.check_cluster(settings=settings, scenario_names=names, params=context["params"])
-
-    @task
-    def install_kwok() -> list[str]:
-        """KWOK and its stages (pod-complete removed)."""
-        return cluster_tasks.install_kwok(settings=settings)
-
-    @task
-    def prepare_runner_access() -> list[str]:
-        """Namespace, ServiceAccount and RBAC of the runner pods."""
-        return cluster_tasks.prepare_runner_access(settings=settings)
-
-    @task
-    def size_node_pool(**context: Any) -> list[str]:
-        """kwok-operator and managed-nodepool sized for the run."""
-        return cluster_tasks.size_node_pool(settings=settings, params=context["params"])
-
-    @task
-    def install_fake_gpu_operator() -> list[str]:
-        """The fake GPU operator, which reports GPUs on the KWOK nodes."""
-        return cluster_tasks.install_fake_gpu_operator(settings=settings)
-
-    @task
-    def install_monitoring() -> list[str]:
-        """kube-prometheus-stack and Pyroscope."""
-        return cluster_tasks.install_monitoring(settings=settings)
-
-    @task
-    def install_service_monitors() -> list[str]:
-        """ServiceMonitors for KAI's scheduler, binder and queue controller."""
-        return cluster_tasks.install_service_monitors(settings=settings)
-
-    @task
-    def tune_kai() -> list[str]:
-        """KAI tuned by the deployment's tuning profile and rolled out by KAI's operator."""
-        return cluster_tasks.tune_kai(settings=settings)
-
+def _setup_task(
+    step: cluster_tasks.SetupStep, *, settings: PipelineSettings, names: Sequence[str]
+) -> XComArg:
+    """A setup step as a task of its own, so the UI shows where a setup failed."""
     # A branch, so the scenarios not selected are skipped by it, without a worker pod each.
-    @task.branch
-    def wait_for_nodes(**context: Any) -> list[str]:
-        """All nodes of the NodePool Ready with GPUs; then only the selected scenarios run."""
+    decorator = task.branch if step.branch else task
+
+    @decorator(task_id=step.task_id, doc_md=step.summary, multiple_outputs=step.multiple_outputs)
+    def run_setup_step(**context: Any) -> list[str] | dict[str, Any]:
         params = context["params"]
-        for done in cluster_tasks.wait_for_nodes(settings=settings, params=params):
-            logger.info("%s", done)
+        done = step.run(settings=settings, params=params, scenario_names=names)
+        if not step.branch:
+            return done.xcom
         selected = [scenario_task_id(name) for name in names if name in params["scenarios"]]
         # The teardown hangs off every setup task: with no scenario to follow, the branch would skip it.
         return [*selected, TEARDOWN_TASK_ID]
 
-    return [
-        check_cluster(),
-        install_kwok(),
-        prepare_runner_access(),
-        size_node_pool(),
-        install_fake_gpu_operator(),
-        install_monitoring(),
-        install_service_monitors(),
-        tune_kai(),
-        wait_for_nodes(),
-    ]
+    return run_setup_step()
