@@ -13,8 +13,8 @@ cache_root="${KAI_LOCALENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kai-scale-pipe
 log_dir="$cache_root/build-logs"
 mkdir -p "$log_dir"
 
-# Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files.
-KWOK_VERSION="v0.8.0"
+# Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files; kwok (the
+# release the pipeline's setup installs) and Prometheus are read where they are pinned (pinned, below).
 # The helm of the Airflow image (docker/airflow/Dockerfile); the tests install local charts with it.
 HELM_VERSION="v3.19.5"
 # The real node's network plugins and the cluster DNS (the CoreDNS release kubeadm 1.34 deploys).
@@ -29,9 +29,6 @@ RUNC_VERSION="v1.3.6"
 # buildah and mmdebstrap for localenv/images.sh (the runner image from its Dockerfile, without Docker),
 # and PostgreSQL 15, the Airflow deployment's metadata database (localenv/postgres.py).
 DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev buildah mmdebstrap git postgresql-15)
-# Prometheus 2.x: the monitoring chart's (its image's binaries, and kwokctl's Prometheus without the
-# node). Its module's version is v0.X.Y for release 2.X.Y.
-PROMETHEUS_VERSION="v2.54.1"
 # The local OCI registry (CNCF distribution) that serves the node's images, and crane to pack them.
 REGISTRY_VERSION="v3.1.2"
 CRANE_VERSION="v0.22.1"
@@ -50,7 +47,14 @@ fail() {
 }
 
 command -v go >/dev/null 2>&1 ||
-  fail "no Go toolchain on PATH: install Go >= 1.26 (kwok ${KWOK_VERSION} needs it) and retry"
+  fail "no Go toolchain on PATH: install Go >= 1.26 (kwok needs it) and retry"
+
+# A version pinned in include/manifests/installs.yaml or localenv/pins.py, read by the venv's Python.
+pinned() { # <name>
+  local python="$here/../.venv/bin/python"
+  [[ -x "$python" ]] || fail "no $python to read the pinned versions with: run make venv"
+  "$python" -m localenv.pins "$1" || fail "cannot read the pinned version of $1"
+}
 
 module_version() { # <wrapper dir> <module path>: read from go.mod, so no module is loaded for it
   local version
@@ -116,12 +120,13 @@ build_etcd() {
     go_build_in etcd -ldflags "-s -w" -o "$dir.tmp/etcd" go.etcd.io/etcd/server/v3
 }
 
-# Prometheus 2.54.1, the release kube-prometheus-stack 62.7.0 runs (include/manifests/installs.yaml):
-# localenv/images.sh makes the chart's Prometheus image from these binaries, and without the real node
-# kwokctl runs it. Built in its own module (go install refuses its replace directives) with upstream's
+# Prometheus 2.x, the release kube-prometheus-stack runs (localenv/pins.py): localenv/images.sh makes
+# the chart's Prometheus image from these binaries, and without the real node kwokctl runs it. Built in its own module (go install refuses its replace directives) with upstream's
 # build tags less builtinassets: the web UI's assets are built by npm and not in the module.
 build_prometheus() {
-  local dir
+  # Seen by prometheus_in_its_module, which cached_build calls.
+  local dir PROMETHEUS_VERSION
+  PROMETHEUS_VERSION="$(pinned prometheus)"
   dir="$cache_root/bin/prometheus-$PROMETHEUS_VERSION-$(go env GOVERSION)"
   cached_build prometheus "$PROMETHEUS_VERSION" "$dir" prometheus prometheus_in_its_module "$dir.tmp"
 }
@@ -138,7 +143,8 @@ prometheus_in_its_module() { # <out dir>
 }
 
 build_kwok() {
-  local dir
+  local dir KWOK_VERSION
+  KWOK_VERSION="$(pinned kwok)"
   dir="$cache_root/bin/kwok-$KWOK_VERSION-$(go env GOVERSION)"
   cached_build kwok "$KWOK_VERSION" "$dir" kwokctl \
     env GOBIN="$dir.tmp" go install -trimpath -ldflags "-s -w" \

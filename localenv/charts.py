@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from localenv import pins
 from localenv.processes import ComponentError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,20 +50,22 @@ class VendorChart:
 
 
 # The versions include/manifests/installs.yaml pins.
+_FAKE_GPU_OPERATOR = pins.chart_version("fake-gpu-operator")
+_KUBE_PROMETHEUS_STACK = pins.chart_version("kube-prometheus-stack")
 VENDOR_CHARTS = (
     VendorChart(
         name="fake-gpu-operator",
-        version="0.0.73",
-        archive="fake-gpu-operator-v0.0.73.tar.gz",
-        path="fake-gpu-operator-v0.0.73/deploy/fake-gpu-operator",
+        version=_FAKE_GPU_OPERATOR,
+        archive=f"fake-gpu-operator-v{_FAKE_GPU_OPERATOR}.tar.gz",
+        path=f"fake-gpu-operator-v{_FAKE_GPU_OPERATOR}/deploy/fake-gpu-operator",
         oci_repository="ghcr.io/run-ai/fake-gpu-operator",
         # "version: 0.0.1 # Replaced during CD"
         stamp_version=True,
     ),
     VendorChart(
         name="kube-prometheus-stack",
-        version="62.7.0",
-        archive="kube-prometheus-stack-62.7.0-charts.tar.gz",
+        version=_KUBE_PROMETHEUS_STACK,
+        archive=f"kube-prometheus-stack-{_KUBE_PROMETHEUS_STACK}-charts.tar.gz",
         path="charts/kube-prometheus-stack",
         oci_repository="ghcr.io/prometheus-community/charts",
         dependencies=(

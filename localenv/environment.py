@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from localenv import kai, manifest_mirror, processes, settings
+from localenv import kai, manifest_mirror, pins, processes, settings
 from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
 from localenv.kai import BuiltImages
 from localenv.node import (
@@ -64,10 +64,6 @@ NODE_BINARIES = (
     "images/pause",
     "images/coredns",
 )
-KWOK_MODULE_VERSION = "v0.8.0"
-# kwok's release manifests run the controller from this image (kwok's images/kwok/Dockerfile: the
-# static binary as the entrypoint); the same binary kwokctl runs here.
-KWOK_IMAGE = f"registry.k8s.io/kwok/kwok:{KWOK_MODULE_VERSION}"
 # The stages KAI's setup leaves in place: the fast ones, without pod-complete (pods run until deleted).
 STAGE_FILES = (
     "node/fast/node-initialize.yaml",
@@ -370,7 +366,9 @@ class LocalEnvironment:
             StaticImage(reference=PAUSE_IMAGE, binary=images / "pause", path_in_image="/pause"),
             StaticImage(reference=COREDNS_IMAGE, binary=images / "coredns", path_in_image="/coredns"),
             StaticImage(
-                reference=KWOK_IMAGE, binary=self.config.bin_dir / "kwok", path_in_image="/usr/local/bin/kwok"
+                reference=pins.kwok_image(),
+                binary=self.config.bin_dir / "kwok",
+                path_in_image="/usr/local/bin/kwok",
             ),
         ):
             registry.push_static_image(image)
@@ -432,8 +430,7 @@ class LocalEnvironment:
         manifest_mirror.write_kwok_release(
             mirror=self.config.mirror_dir,
             kwok_module=_kwok_module_dir(),
-            version=KWOK_MODULE_VERSION,
-            image=KWOK_IMAGE,
+            image=pins.kwok_image(),
             kubectl=self.kubectl,
         )
 
@@ -752,4 +749,4 @@ def _kwok_module_dir() -> Path:
     )
     if result.returncode != 0:
         raise ComponentError(f"cannot find Go's module cache (go env GOMODCACHE): {result.stderr.strip()}")
-    return Path(result.stdout.strip()) / f"sigs.k8s.io/kwok@{KWOK_MODULE_VERSION}"
+    return Path(result.stdout.strip()) / f"sigs.k8s.io/kwok@{pins.kwok_version()}"

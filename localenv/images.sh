@@ -38,14 +38,11 @@ cache_root="${KAI_LOCALENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kai-scale-pipe
 images_root="$cache_root/images"
 log_dir="$cache_root/build-logs"
 
-# The runner's repository: the pipeline's default KAI_SCALE_RUNNER_IMAGE.
-RUNNER_IMAGE="ghcr.io/kai-scale-pipeline/runner"
 # Where KAI publishes its images (its README's install); here they are tagged with the commit built.
 KAI_IMAGE_REPOSITORY="ghcr.io/kai-scheduler/kai-scheduler"
 # The source archives of what the module proxy refuses (../shared/vendor/README.md): the fake GPU
 # operator at the version include/manifests/installs.yaml pins.
 VENDOR_DIR="${KAI_LOCALENV_VENDOR_DIR:-$(dirname "$repo")/shared/vendor}"
-FAKE_GPU_OPERATOR_VERSION="v0.0.73"
 KAI_SOURCE="${KAI_SOURCE:-$(dirname "$repo")/shared/vendor/kai-scheduler-d5bc503a1463.tar.gz}"
 KAI_REF="${KAI_REF:-main}"
 # The Go of the suite's build base (KAI's go.mod asks for at least its `go` line), from the module proxy.
@@ -70,6 +67,25 @@ fail() {
   echo "localenv images: $*" >&2
   exit 1
 }
+
+# What is pinned elsewhere, read there by the venv's Python (localenv/pins.py), one a line: the
+# runner's repository (the pipeline's default KAI_SCALE_RUNNER_IMAGE), the fake GPU operator's and
+# kwok-operator's releases (include/manifests/installs.yaml), kwok-operator's module and its version,
+# and Prometheus (whose binaries localenv/build.sh builds).
+python="$repo/.venv/bin/python"
+[[ -x "$python" ]] || fail "no $python to read the pinned versions with: run make venv"
+pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operator kwok-operator-module \
+  kwok-operator-module-version prometheus)" || fail "cannot read the pinned versions (localenv/pins.py)"
+{
+  read -r RUNNER_IMAGE
+  read -r FAKE_GPU_OPERATOR_VERSION
+  read -r KWOK_OPERATOR_RELEASE
+  read -r KWOK_OPERATOR_MODULE
+  read -r KWOK_OPERATOR_VERSION
+  read -r PROMETHEUS_TAG
+} <<<"$pinned"
+# The fake GPU operator's source archive is named by its git tag, v<release>.
+FAKE_GPU_OPERATOR_VERSION="v$FAKE_GPU_OPERATOR_VERSION"
 
 [[ $# -eq 1 && "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$ ]] ||
   fail "usage: localenv/images.sh <registry host:port>, e.g. localenv/images.sh 127.0.0.1:5000"
@@ -399,11 +415,10 @@ kai_images() { # <KAI source dir> <commit>
 
 # --- kwok-operator's images, from Go modules ---
 
-# kwok-operator's tag 1.0.1 is not a semantic version, so its module is addressed by the commit's
-# pseudo-version: the one KAI's go.mod pins (the module proxy serves it with GONOSUMDB=github.com/run-ai).
-KWOK_OPERATOR_MODULE="github.com/run-ai/kwok-operator"
-KWOK_OPERATOR_VERSION="v0.0.0-20240926063032-05b6364bc7c7"
-KWOK_OPERATOR_IMAGE="docker.io/runaidevops/kwok-operator:1.0.1"
+# kwok-operator's release tag is not a semantic version, so its module (KWOK_OPERATOR_MODULE) is
+# addressed by the commit's pseudo-version (KWOK_OPERATOR_VERSION): the one KAI's go.mod pins (the
+# module proxy serves it with GONOSUMDB=github.com/run-ai).
+KWOK_OPERATOR_IMAGE="docker.io/runaidevops/kwok-operator:$KWOK_OPERATOR_RELEASE"
 # The metrics proxy its release manifest runs beside the manager.
 KUBE_RBAC_PROXY_MODULE="github.com/brancz/kube-rbac-proxy"
 KUBE_RBAC_PROXY_VERSION="v0.15.0"
@@ -446,11 +461,10 @@ PROMETHEUS_OPERATOR_VERSION="v0.76.2"
 PROMETHEUS_OPERATOR_TAG="v0.76.1"
 # Its go.mod replaces these nested modules by their directories, which its module zip leaves out.
 PROMETHEUS_OPERATOR_SUBMODULES=(pkg/apis/monitoring pkg/client)
-# Prometheus 2.54.1 (module v0.54.1), whose binaries localenv/build.sh builds (kwokctl runs them too); the
-# image takes its configuration and console files from the module.
+# Prometheus 2.X.Y (PROMETHEUS_TAG, module v0.X.Y), whose binaries localenv/build.sh builds (kwokctl
+# runs them too); the image takes its configuration and console files from the module.
 PROMETHEUS_MODULE="github.com/prometheus/prometheus"
-PROMETHEUS_MODULE_VERSION="v0.54.1"
-PROMETHEUS_TAG="v2.54.1"
+PROMETHEUS_MODULE_VERSION="v0.${PROMETHEUS_TAG#v2.}"
 KUBE_STATE_METRICS_MODULE="k8s.io/kube-state-metrics/v2"
 KUBE_STATE_METRICS_VERSION="v2.13.0"
 

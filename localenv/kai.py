@@ -2,8 +2,9 @@
 
 ``localenv/images.sh`` builds KAI's images from the source tree (``KAI_SOURCE``) and pushes them to
 the local registry under KAI's release repository, tagged with the commit; this module installs the
-chart of the same tree with ``helm upgrade -i`` and waits until KAI's operator reports its services
-available. The operator runs them as pods on the system node, as a cluster's system pods run.
+chart of the same tree with ``helm upgrade -i``, in the namespace the pipeline looks for KAI in
+(``kai_scale_model.kai``), and waits until KAI's operator reports its services available. The
+operator runs them as pods on the system node, as a cluster's system pods run.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 
 import yaml
 
+from kai_scale_model.kai import NAMESPACE
 from localenv.processes import ComponentError
 
 RELEASE = "kai-scheduler"
-NAMESPACE = "kai-scheduler"
 CHART_IN_SOURCE = Path("deployments") / "kai-scheduler"
 # KAI's operator reports on its Config object whether every service it runs is available.
 CONFIG = "configs.kai.scheduler/kai-config"

@@ -19,26 +19,39 @@ from pathlib import Path
 
 import yaml
 
+from localenv import pins
 from localenv.processes import ComponentError
 
 GITHUB = "https://github.com/"
 
 
-def kwok_release_assets(version: str) -> dict[str, str]:
-    """The release assets of kwok by URL, and the kustomize directory of the module each is built from."""
-    base = f"{GITHUB}kubernetes-sigs/kwok/releases/download/{version}"
-    return {f"{base}/kwok.yaml": "kustomize/kwok", f"{base}/stage-fast.yaml": "kustomize/stage/fast"}
+# The kustomize directory of kwok's module each of its release assets is built from, by file name.
+KWOK_ASSET_SOURCES = {"kwok.yaml": "kustomize/kwok", "stage-fast.yaml": "kustomize/stage/fast"}
+
+
+def kwok_release_assets() -> dict[str, str]:
+    """The release assets of kwok the setup applies, by URL, and the kustomize directory of each."""
+    assets = {}
+    for url in pins.kwok_release_urls():
+        name = url.rsplit("/", 1)[-1]
+        if name not in KWOK_ASSET_SOURCES:
+            raise ComponentError(
+                f"{pins.INSTALLS} names kwok's release asset {url}, which the local environment cannot "
+                f"render: it renders {', '.join(KWOK_ASSET_SOURCES)}"
+            )
+        assets[url] = KWOK_ASSET_SOURCES[name]
+    return assets
 
 
 def write_kwok_release(
-    *, mirror: Path, kwok_module: Path, version: str, image: str, kubectl: Callable[..., str]
+    *, mirror: Path, kwok_module: Path, image: str, kubectl: Callable[..., str]
 ) -> list[Path]:
     """Render kwok's release manifests into the mirror; returns the files written.
 
     As kwok's own release renders them: kustomize, with the controller's image set to the release's tag.
     """
     written = []
-    for url, directory in kwok_release_assets(version).items():
+    for url, directory in kwok_release_assets().items():
         with tempfile.TemporaryDirectory() as scratch:
             # A kustomization of our own over the module's directory, which is read-only.
             kustomization = {
@@ -55,13 +68,6 @@ def write_kwok_release(
         path.write_text(rendered)
         written.append(path)
     return written
-
-
-# kwok-operator's release 1.0.1, as the module at the pseudo-version KAI's go.mod pins (tag 1.0.1 is
-# not a semantic version); the module proxy serves it only without the checksum database's check.
-KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"
-KWOK_OPERATOR_MODULE_VERSION = "v0.0.0-20240926063032-05b6364bc7c7"
-KWOK_OPERATOR_RELEASE = f"{GITHUB}run-ai/kwok-operator/releases/download/1.0.1/kwok-operator.yaml"
 
 
 def module_dir(module: str, version: str) -> Path:
@@ -83,8 +89,8 @@ def module_dir(module: str, version: str) -> Path:
 
 def write_kwok_operator_release(*, mirror: Path, kubectl: Callable[..., str]) -> Path:
     """Render kwok-operator's release manifest (its kustomize ``config/default``) into the mirror."""
-    module = module_dir(KWOK_OPERATOR_MODULE, KWOK_OPERATOR_MODULE_VERSION)
-    path = mirror / KWOK_OPERATOR_RELEASE.removeprefix("https://")
+    module = module_dir(pins.KWOK_OPERATOR_MODULE, pins.KWOK_OPERATOR_MODULE_VERSION)
+    path = mirror / pins.kwok_operator_release_url().removeprefix("https://")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(kubectl("kustomize", str(module / "config" / "default")))
     return path

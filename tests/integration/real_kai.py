@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from kai_scale_runner.kai_detection import SCHEDULER_APP, serving
+from kai_scale_model import kai
+from kai_scale_runner.kai_detection import serving
 from localenv.environment import LocalEnvironment
-from localenv.kai import NAMESPACE, RESERVATION_NAMESPACE
+from localenv.kai import RESERVATION_NAMESPACE
 from tests.waiting import wait_for
 
 
 def scheduler_pods(core: client.CoreV1Api) -> list[client.V1Pod]:
-    return list(core.list_namespaced_pod(NAMESPACE, label_selector=f"app={SCHEDULER_APP}").items)
+    return list(core.list_namespaced_pod(kai.NAMESPACE, label_selector=f"app={kai.SCHEDULER_APP}").items)
 
 
 def wait_until_scheduler_serves(core: client.CoreV1Api) -> None:
@@ -54,5 +55,5 @@ def _kais(name: str) -> bool:
     if kind.startswith("customresourcedefinition"):
         return object_name.endswith((".kai.scheduler", ".scheduling.run.ai"))
     if kind.startswith("namespace"):
-        return object_name in {NAMESPACE, RESERVATION_NAMESPACE}
+        return object_name in {kai.NAMESPACE, RESERVATION_NAMESPACE}
     return "kai" in object_name

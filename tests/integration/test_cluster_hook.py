@@ -16,8 +16,8 @@ from kubernetes.client.exceptions import ApiException
 
 from kai_scale.cluster import setup as cluster_setup
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale_model import kai
 from localenv.environment import LocalEnvironment
-from localenv.kai import NAMESPACE as KAI_NAMESPACE
 from tests.conftest import REPO
 from tests.integration.conftest import TEST_LABEL
 from tests.waiting import wait_for
@@ -170,13 +170,13 @@ def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
         # The suite restarts KAI's scheduler by deleting its pods (consolidation spec); no other KAI pod.
         kai_pods = client.CoreV1Api(as_runner)
         kai_pods.delete_collection_namespaced_pod(
-            KAI_NAMESPACE, label_selector="app=kai-scheduler-default", dry_run="All"
+            kai.NAMESPACE, label_selector=f"app={kai.SCHEDULER_APP}", dry_run="All"
         )
         with pytest.raises(ApiException) as refused:
             kai_pods.delete_collection_namespaced_pod(
-                KAI_NAMESPACE, label_selector="app=binder", dry_run="All"
+                kai.NAMESPACE, label_selector="app=binder", dry_run="All"
             )
-        assert f"kai-scale-runner may not DELETE pods in namespace {KAI_NAMESPACE}" in str(refused.value.body)
+        assert f"kai-scale-runner may not DELETE pods in namespace {kai.NAMESPACE}" in str(refused.value.body)
     finally:
         core.delete_namespace(suite_namespace)
 

@@ -25,9 +25,10 @@ from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import PipelineSettings
+from kai_scale_model.kai import NAMESPACE, SCHEDULER_NAME
 from localenv import kai as kai_chart
 from localenv.environment import LocalEnvironment
-from localenv.kai import CHART_IN_SOURCE, NAMESPACE, RELEASE, BuiltImages
+from localenv.kai import CHART_IN_SOURCE, RELEASE, BuiltImages
 from localenv.kai import install as install_kai
 from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
@@ -226,7 +227,7 @@ def test_kai_schedules_a_pod_onto_the_node(
         {
             "metadata": {"name": name, "labels": {"kai.scheduler/queue": "default-queue"}},
             "spec": {
-                "schedulerName": "kai-scheduler",
+                "schedulerName": SCHEDULER_NAME,
                 "nodeSelector": {SYSTEM_NODE_LABEL: SYSTEM_NODE_TAINT["value"]},
                 "tolerations": [SYSTEM_NODE_TAINT],
                 "containers": [

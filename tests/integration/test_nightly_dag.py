@@ -19,6 +19,7 @@ from kai_scale.cluster import setup as cluster_setup
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.object_keys import run_summary_key
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+from kai_scale_model import labels
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -228,7 +229,9 @@ def test_ginkgo_path_with_the_standin_suite(
     assert "stand-in suite: upload URLs in my environment: True" not in logs
     assert "X-Amz-Signature" not in logs
     assert "X-Amz-Signature" not in json.dumps(_xcom_values(dag_run.run_id))
-    secrets = core.list_namespaced_secret("kai-scale", label_selector="kai-scale.dev/role=runner-outputs")
+    secrets = core.list_namespaced_secret(
+        "kai-scale", label_selector=f"{labels.ROLE}={labels.RUNNER_OUTPUTS}"
+    )
     assert secrets.items == [], "each try's URL Secret is deleted when its pod ends"
 
 

@@ -22,8 +22,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
+from localenv import pins
 from localenv.charts import VENDOR_CHARTS, VendorChart
-from localenv.environment import KWOK_IMAGE, KWOK_MODULE_VERSION, LocalEnvironment
+from localenv.environment import LocalEnvironment
 from localenv.node import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, RealNode
 from localenv.processes import ComponentError
 from tests.waiting import wait_for
@@ -389,13 +390,13 @@ def test_kwoks_controller_image_runs_from_the_local_registry(
     pod = _runner_pod("kwok-version", [])
     container = pod["spec"]["containers"][0]
     del container["command"]  # the image's entrypoint, as kwok's Deployment runs it
-    container |= {"image": KWOK_IMAGE, "args": ["--version"]}
+    container |= {"image": pins.kwok_image(), "args": ["--version"]}
     core.create_namespaced_pod(namespace, pod)
     finished = _finished(core, namespace, "kwok-version")
     log = core.read_namespaced_pod_log("kwok-version", namespace, _preload_content=False).data.decode()
     assert finished.status.phase == "Succeeded", log
-    assert log.startswith(f"kwok version {KWOK_MODULE_VERSION} ")
-    digest = local_env.registry().digest(KWOK_IMAGE)
+    assert log.startswith(f"kwok version {pins.kwok_version()} ")
+    digest = local_env.registry().digest(pins.kwok_image())
     assert finished.status.container_statuses[0].image_id.endswith(f"@{digest}")
 
 

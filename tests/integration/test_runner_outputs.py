@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
+from kai_scale_model import labels
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME, SUITE_RESULTS, output_file
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
@@ -110,7 +111,7 @@ def test_a_workload_uploads_its_outcome_before_it_removes_its_pods(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    selector = "kai-scale.dev/role=workload"
+    selector = f"{labels.ROLE}={labels.WORKLOAD}"
     try:
         wait_for(
             lambda: len(core.list_namespaced_pod(namespace, label_selector=selector).items) == 2,

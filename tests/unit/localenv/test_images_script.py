@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
-
-from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 
 IMAGES = Path(__file__).resolve().parents[3] / "localenv" / "images.sh"
 
@@ -21,12 +18,6 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
-
-
-def test_the_runner_is_pushed_under_the_pipelines_default_repository() -> None:
-    match = re.search(r'^RUNNER_IMAGE="([^"]+)"$', IMAGES.read_text(), re.MULTILINE)
-    assert match is not None, "images.sh names the runner's repository in RUNNER_IMAGE"
-    assert match.group(1) == DEFAULT_RUNNER_IMAGE
 
 
 def test_a_missing_registry_argument_prints_the_usage() -> None:

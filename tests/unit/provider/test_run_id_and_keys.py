@@ -13,7 +13,7 @@ from kai_scale.object_keys import (
     scenario_outputs,
 )
 from kai_scale.run_id import RUN_ID_PATTERN, pipeline_run_id
-from kai_scale_model.labels import label_value, object_labels, selector
+from kai_scale_model.labels import RUNNER, label_value, object_labels, selector
 
 AIRFLOW_RUN_ID = "scheduled__2026-11-22T02:00:00+00:00"
 RUN_AFTER = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
@@ -53,7 +53,7 @@ def test_each_try_has_its_own_keys() -> None:
 def test_labels_are_valid_label_values() -> None:
     assert label_value("manual__2026-11-22T02:00:00+00:00") == "manual__2026-11-22T02-00-00-00-00"
     assert len(label_value("x" * 100)) == 63
-    labels = object_labels(run_id="r1", scenario="reclaim", role="runner")
+    labels = object_labels(run_id="r1", scenario="reclaim", role=RUNNER)
     assert selector(labels) == (
         "app.kubernetes.io/managed-by=kai-scale-pipeline,kai-scale.dev/role=runner,"
         "kai-scale.dev/run-id=r1,kai-scale.dev/scenario=reclaim"

@@ -2,7 +2,8 @@
 
 The names come from the provider's source: every string literal that is a whole ``KAI_SCALE_*`` name,
 less the renamed settings that ``kai_scale.settings`` refuses. A default is checked where the code
-gives it as a string (a literal, or a module constant): as ``os.environ.get(name, default)``, as
+gives it as a string (a literal, or a module constant, followed into the model it imports from,
+kai_scale_model): as ``os.environ.get(name, default)``, as
 ``<read of name> or default``, directly, through a variable, or through a helper that takes the name
 as its first parameter. The table writes such a default as the value alone in backticks; other
 defaults (unset, or computed) are written in words.
@@ -18,27 +19,32 @@ from pathlib import Path
 from tests.conftest import REPO
 
 SOURCE = REPO / "packages/provider/src"
+MODEL_SOURCE = REPO / "packages/model/src"
 DOC = REPO / "docs/deployment.md"
 SETTING = re.compile(r"KAI_SCALE_[A-Z_]+")
 ROW = re.compile(r"^\|\s*`(KAI_SCALE_[A-Z_]+)`\s*\|\s*([^|]*?)\s*\|")
 LITERAL_CELL = re.compile(r"`([^`]*)`")
 
 
-def _modules() -> dict[str, ast.Module]:
-    """Every module of the provider, by its dotted name."""
+def _modules(source: Path = SOURCE) -> dict[str, ast.Module]:
+    """Every module under ``source`` (the provider's, by default), by its dotted name."""
     modules = {}
-    for path in sorted(SOURCE.rglob("*.py")):
-        name = ".".join(path.relative_to(SOURCE).with_suffix("").parts).removesuffix(".__init__")
+    for path in sorted(source.rglob("*.py")):
+        name = ".".join(path.relative_to(source).with_suffix("").parts).removesuffix(".__init__")
         modules[name] = ast.parse(path.read_text(), filename=str(path))
     return modules
 
 
 class _Constants:
-    """Module-level string constants, followed through ``from kai_scale... import`` lines."""
+    """Module-level string constants, followed through ``from kai_scale... import`` lines.
+
+    Over the provider's modules and the model's, whose constants the provider imports.
+    """
 
     def __init__(self, modules: dict[str, ast.Module]) -> None:
-        self._modules = modules
+        modules = {**_modules(MODEL_SOURCE), **modules}
         self._own = {name: self._assigned(tree) for name, tree in modules.items()}
+        self._aliases = {name: self._aliased(tree) for name, tree in modules.items()}
         self._imports = {name: self._imported(tree) for name, tree in modules.items()}
 
     @staticmethod
@@ -56,6 +62,23 @@ class _Constants:
         return values
 
     @staticmethod
+    def _aliased(tree: ast.Module) -> dict[str, ast.expr]:
+        """Module-level names given another name's value, e.g. ``DEFAULT = other_module.CONSTANT``."""
+        return {
+            target.id: node.value
+            for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name | ast.Attribute)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+
+    def _constant(self, module: str, name: str) -> str | None:
+        if name in self._own.get(module, {}):
+            return self._own[module][name]
+        alias = self._aliases.get(module, {}).get(name)
+        return self.resolve(module, alias) if alias is not None else None
+
+    @staticmethod
     def _imported(tree: ast.Module) -> dict[str, str]:
         """Local name -> dotted name of the module, or of the module's constant, it stands for."""
         names = {}
@@ -71,16 +94,17 @@ class _Constants:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.Name):
-            if node.id in self._own[module]:
-                return self._own[module][node.id]
+            own = self._constant(module, node.id)
+            if own is not None:
+                return own
             dotted = self._imports[module].get(node.id)
             if dotted is not None:
                 source, _, constant = dotted.rpartition(".")
-                return self._own.get(source, {}).get(constant)
+                return self._constant(source, constant)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             imported = self._imports[module].get(node.value.id)
             if imported is not None:
-                return self._own.get(imported, {}).get(node.attr)
+                return self._constant(imported, node.attr)
         return None
 
 

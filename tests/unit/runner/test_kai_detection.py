@@ -6,10 +6,8 @@ import pytest
 from kubernetes.client import V1ObjectMeta, V1Pod, V1PodCondition, V1PodList, V1PodStatus
 from kubernetes.client.rest import ApiException
 
+from kai_scale_model import kai
 from kai_scale_runner.kai_detection import (
-    KAI_NAMESPACE,
-    KAI_QUEUE_CRD,
-    SCHEDULER_APP,
     kai_not_ready_reason,
     scheduler_not_serving_reason,
     serving,
@@ -34,7 +32,7 @@ class _Extensions:
         self.status = status
 
     def read_custom_resource_definition(self, name: str) -> object:
-        assert name == KAI_QUEUE_CRD
+        assert name == kai.QUEUE_CRD
         if self.status is not None:
             raise ApiException(status=self.status)
         return object()
@@ -48,7 +46,7 @@ class _Core:
         self.calls = 0
 
     def list_namespaced_pod(self, namespace: str, *, label_selector: str) -> V1PodList:
-        assert (namespace, label_selector) == (KAI_NAMESPACE, f"app={SCHEDULER_APP}")
+        assert (namespace, label_selector) == (kai.NAMESPACE, f"app={kai.SCHEDULER_APP}")
         self.calls += 1
         return V1PodList(items=self.answers.pop(0) if len(self.answers) > 1 else self.answers[0])
 

@@ -11,6 +11,10 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "kai-scale-pipeline"
 # The ROLE of what the setup installs and every run keeps (KWOK's stages, operators).
 INFRASTRUCTURE = "infrastructure"
+# The ROLE of a runner pod, of the Secret of its upload URLs, and of the pods a workload scenario makes.
+RUNNER = "runner"
+RUNNER_OUTPUTS = "runner-outputs"
+WORKLOAD = "workload"
 
 _INVALID = re.compile(r"[^A-Za-z0-9._-]")
 

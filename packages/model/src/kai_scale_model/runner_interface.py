@@ -6,6 +6,10 @@ the variables and uploads its files by these names. Pure: names only, so both si
 
 from __future__ import annotations
 
+IMAGE_REPOSITORY = "ghcr.io/kai-scale-pipeline/runner"
+"""Where the runner image is published: the pipeline's default ``KAI_SCALE_RUNNER_IMAGE``, and where
+the local environment pushes the runner image it builds."""
+
 SCENARIO_ENV = "KAI_SCALE_SCENARIO"
 """The scenario, as the JSON of ``kai_scale_model.scenario.Scenario``."""
 NODE_COUNT_ENV = "NODE_COUNT"

@@ -8,13 +8,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
+from kai_scale_model import kai
 from kai_scale_model.durations import format_duration, parse_duration
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.runner_interface import PIPELINE_ENV
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$"
-KAI_SCHEDULER_NAME = "kai-scheduler"
-"""The ``schedulerName`` of pods KAI schedules (KAI's default, and what its scale suite uses)."""
 
 
 class _Strict(BaseModel):
@@ -155,4 +154,4 @@ class Scenario(_Strict):
     @property
     def needs_kai(self) -> bool:
         """Whether it measures KAI, so cannot run without it: its suite, or a workload for its scheduler."""
-        return isinstance(self.run, GinkgoRun) or self.run.scheduler_name == KAI_SCHEDULER_NAME
+        return isinstance(self.run, GinkgoRun) or self.run.scheduler_name == kai.SCHEDULER_NAME

@@ -19,9 +19,10 @@ from kai_scale.cluster import chart_values
 from kai_scale.cluster.kai_tuning import DEFAULT_PROFILE, TUNING_DIR, profile_names
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, SourceMirrorsError, Sources
+from kai_scale_model import runner_interface
 from kai_scale_model.durations import parse_duration
 
-DEFAULT_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner"
+DEFAULT_RUNNER_IMAGE = runner_interface.IMAGE_REPOSITORY
 # The SMTP provider's default connection.
 DEFAULT_SMTP_CONN_ID = "smtp_default"
 _ADDRESS = re.compile(r"[^\s<>@,;]+@[^\s<>@,;]+")

@@ -16,10 +16,8 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-# KAI's Queue CRD: every KAI installation has it, and the suite cannot run without it.
-KAI_QUEUE_CRD = "queues.scheduling.run.ai"
-KAI_NAMESPACE = "kai-scheduler"
-SCHEDULER_APP = "kai-scheduler-default"
+from kai_scale_model import kai
+
 # How long a scheduler that is not serving is waited for: the operator recreates its pod when KAI's
 # tuning changes, which the setup has just applied.
 READY_TIMEOUT_SECONDS = 60.0
@@ -50,8 +48,8 @@ def scheduler_not_serving_reason(pods: Sequence[Any]) -> str | None:
         return None
     found = ", ".join(f"{pod.metadata.name} ({_state(pod)})" for pod in pods) or "none"
     return (
-        f"KAI not ready: its scheduler is not serving (no running, ready pod app={SCHEDULER_APP} "
-        f"in namespace {KAI_NAMESPACE}; pods: {found})"
+        f"KAI not ready: its scheduler is not serving (no running, ready pod app={kai.SCHEDULER_APP} "
+        f"in namespace {kai.NAMESPACE}; pods: {found})"
     )
 
 
@@ -67,14 +65,14 @@ def kai_not_ready_reason(
     :param core: a ``CoreV1Api``.
     """
     try:
-        extensions.read_custom_resource_definition(KAI_QUEUE_CRD)
+        extensions.read_custom_resource_definition(kai.QUEUE_CRD)
     except ApiException as error:
         if error.status == 404:
-            return f"KAI not installed: CRD {KAI_QUEUE_CRD} not found"
+            return f"KAI not installed: CRD {kai.QUEUE_CRD} not found"
         raise
     deadline = time.monotonic() + timeout
     while True:
-        pods = core.list_namespaced_pod(KAI_NAMESPACE, label_selector=f"app={SCHEDULER_APP}").items
+        pods = core.list_namespaced_pod(kai.NAMESPACE, label_selector=f"app={kai.SCHEDULER_APP}").items
         reason = scheduler_not_serving_reason(pods)
         if reason is None or time.monotonic() >= deadline:
             return reason

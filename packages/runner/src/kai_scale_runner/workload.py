@@ -199,7 +199,7 @@ async def _run(
 ) -> WorkloadResult:
     configuration = await _configuration(run.create_concurrency + 4)
     pods = node_count * run.pods_per_node
-    pod_labels = labels.object_labels(run_id=run_id, scenario=scenario.name, role="workload")
+    pod_labels = labels.object_labels(run_id=run_id, scenario=scenario.name, role=labels.WORKLOAD)
     selector = labels.selector(pod_labels)
     async with client.ApiClient(configuration) as api:
         core = client.CoreV1Api(api)
@@ -274,7 +274,9 @@ def run_workload(
 
 def remove_workload_pods(*, scenario: Scenario, namespace: str, run_id: str) -> None:
     """Delete the scenario's workload pods and wait until they are gone (up to 300 s)."""
-    selector = labels.selector(labels.object_labels(run_id=run_id, scenario=scenario.name, role="workload"))
+    selector = labels.selector(
+        labels.object_labels(run_id=run_id, scenario=scenario.name, role=labels.WORKLOAD)
+    )
 
     async def remove() -> None:
         async with client.ApiClient(await _configuration(4)) as api:

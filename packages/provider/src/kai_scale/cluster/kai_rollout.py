@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.cluster.kai_tuning import merge, quantity
+from kai_scale_model import kai
 
 # Config spec keys of the services with one Deployment each, and that Deployment's name.
 SERVICE_DEPLOYMENTS = {
@@ -39,9 +40,6 @@ SERVICE_DEPLOYMENTS = {
     "podGrouper": "pod-grouper",
     "queueController": "queue-controller",
 }
-DEFAULT_NAMESPACE = "kai-scheduler"
-DEFAULT_SCHEDULER_NAME = "kai-scheduler"
-DEFAULT_SHARD = "default"
 _CHECKED_SERVICES = {*SERVICE_DEPLOYMENTS, "scheduler"}
 
 
@@ -62,8 +60,8 @@ class ExpectedDeployment:
 def operand_names(config: Mapping[str, Any] | None) -> tuple[str, str]:
     """The namespace of KAI's services and its scheduler name, as KAI's Config object sets them."""
     spec = (config or {}).get("spec") or {}
-    namespace = spec.get("namespace") or DEFAULT_NAMESPACE
-    return str(namespace), str((spec.get("global") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
+    namespace = spec.get("namespace") or kai.NAMESPACE
+    return str(namespace), str((spec.get("global") or {}).get("schedulerName") or kai.SCHEDULER_NAME)
 
 
 def _config_spec(patches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -107,7 +105,7 @@ def expected_deployments(
         if patch["kind"] == "SchedulingShard"
     }
     if isinstance(spec.get("scheduler"), dict) and not shards:
-        shards = {DEFAULT_SHARD: {}}
+        shards = {kai.DEFAULT_SHARD: {}}
     for shard, flags in shards.items():
         shard_args = [f"--{flag}={value}" for flag, value in sorted(flags.items())]
         expected.append(_expected(f"{scheduler_name}-{shard}", spec.get("scheduler") or {}, shard_args))

@@ -20,12 +20,11 @@ from kai_scale.cluster import chart_values, helm
 from kai_scale.cluster.placement import Placement, placed
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
-from kai_scale_model import labels
+from kai_scale_model import kai, labels
 
 STAGE_CRD = "stages.kwok.x-k8s.io"
 NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 SERVICE_MONITOR_CRD = "servicemonitors.monitoring.coreos.com"
-KAI_QUEUE_CRD = "queues.scheduling.run.ai"
 NODEPOOL = ("kwok.sigs.run-ai.com/v1beta1", "NodePool")
 NODEPOOL_NAME = "managed-nodepool"
 POOL_NODE_LABEL = "kwok.x-k8s.io/controller"  # kwok-operator labels a pool's nodes with its name
@@ -65,7 +64,7 @@ class Inventory:
     kai_installed: bool
     """KAI's Queue CRD exists."""
     kai_deployments: tuple[str, ...]
-    """Deployments in namespace kai-scheduler."""
+    """Deployments in KAI's namespace (``kai_scale_model.kai.NAMESPACE``)."""
     kwok_installed: bool
     """KWOK's Stage CRD exists."""
     nodepool_crd: bool
@@ -101,14 +100,14 @@ def _kind_key(api_version: str, kind: str) -> str:
 def preflight(cluster: ClusterHook) -> Inventory:
     """Check the cluster answers, and take stock of what is installed."""
     version = cluster.server_version()
-    kai = cluster.crd_exists(KAI_QUEUE_CRD)
+    kai_installed = cluster.crd_exists(kai.QUEUE_CRD)
     existing = {}
     for api_version, kind in SNAPSHOT_KINDS:
         existing[_kind_key(api_version, kind)] = cluster.names(api_version=api_version, kind=kind)
     return Inventory(
         server_version=version,
-        kai_installed=kai,
-        kai_deployments=tuple(cluster.deployments("kai-scheduler")) if kai else (),
+        kai_installed=kai_installed,
+        kai_deployments=tuple(cluster.deployments(kai.NAMESPACE)) if kai_installed else (),
         kwok_installed=cluster.crd_exists(STAGE_CRD),
         nodepool_crd=cluster.crd_exists(NODEPOOL_CRD),
         prometheus_operator=cluster.crd_exists(SERVICE_MONITOR_CRD),
@@ -387,7 +386,9 @@ SUITE_NAMESPACES = "app=engine-e2e"
 
 def _ours(labels_of: dict[str, str]) -> bool:
     """A pod our workload made (any run's): it may be removed to free GPUs."""
-    return labels_of.get(labels.MANAGED_BY) == labels.MANAGER and labels_of.get(labels.ROLE) == "workload"
+    return (
+        labels_of.get(labels.MANAGED_BY) == labels.MANAGER and labels_of.get(labels.ROLE) == labels.WORKLOAD
+    )
 
 
 def free_gpus(
@@ -420,7 +421,7 @@ def free_gpus(
     pods = sum(cluster.delete_pods_now(namespace=name) for name in sorted(suite_namespaces))
     count = cluster.delete_labelled(api_version="v1", kind="Namespace", selector=SUITE_NAMESPACES)
     workload = cluster.delete_pods_now(
-        selector=f"{labels.MANAGED_BY}={labels.MANAGER},{labels.ROLE}=workload"
+        selector=f"{labels.MANAGED_BY}={labels.MANAGER},{labels.ROLE}={labels.WORKLOAD}"
     )
     lines = [
         f"deleted {count} namespaces of KAI's suite left by an earlier scenario ({SUITE_NAMESPACES}), "

@@ -118,7 +118,7 @@ class ScenarioPodOperator(KubernetesPodOperator):
             container_resources=k8s.V1ResourceRequirements(
                 requests=resources.requests, limits=resources.limits
             ),
-            labels=labels.object_labels(run_id="pending", scenario=scenario.name, role="runner"),
+            labels=labels.object_labels(run_id="pending", scenario=scenario.name, role=labels.RUNNER),
             active_deadline_seconds=int(scenario.timeout.total_seconds()),
             termination_message_policy="FallbackToLogsOnError",
             # A restarted worker reattaches to the runner pod instead of starting a second runner.
@@ -191,7 +191,7 @@ class ScenarioPodOperator(KubernetesPodOperator):
                 name=name,
                 namespace=self.namespace,
                 labels=labels.object_labels(
-                    run_id=run_id, scenario=self.scenario.name, role="runner-outputs"
+                    run_id=run_id, scenario=self.scenario.name, role=labels.RUNNER_OUTPUTS
                 ),
             ),
             string_data={OUTPUT_URLS_SECRET_KEY: json.dumps(urls)},

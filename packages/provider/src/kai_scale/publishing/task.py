@@ -29,12 +29,11 @@ from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenari
 from kai_scale.publishing.xcom import RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
+from kai_scale_model import kai
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
 from kai_scale_model.scenario import Scenario
 
 log = logging.getLogger(__name__)
-
-KAI_NAMESPACE = "kai-scheduler"
 
 
 class RunFailedError(RuntimeError):
@@ -77,7 +76,7 @@ def _deployed_state(cluster: ClusterHook) -> DeployedState:
         return DeployedState(
             node_count=cluster.node_count(),
             kubernetes_version=cluster.server_version(),
-            kai_images=cluster.deployment_images(KAI_NAMESPACE),
+            kai_images=cluster.deployment_images(kai.NAMESPACE),
         )
     except ClusterUnreachable as error:
         log.warning("what the cluster runs is unknown: %s", error)

@@ -1,0 +1,116 @@
+"""The versions the local environment builds at, read where they are pinned, never repeated.
+
+The local environment builds from source what the pipeline's setup installs, at the versions
+include/manifests/installs.yaml pins, and pushes the runner image where the pipeline pulls it by
+default (``kai_scale_model.runner_interface``). What only the local environment pins, and both of its
+scripts need, is kept here. ``python -m localenv.pins <name>...`` prints each, one a line, for
+localenv/build.sh and localenv/images.sh.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kai_scale_model import runner_interface
+
+INSTALLS = Path(__file__).resolve().parents[1] / "include" / "manifests" / "installs.yaml"
+# kwok-operator's release, as the module at the pseudo-version KAI's go.mod pins (its tag is not a
+# semantic version); the module proxy serves it only without the checksum database's check.
+KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"
+KWOK_OPERATOR_MODULE_VERSION = "v0.0.0-20240926063032-05b6364bc7c7"
+# Prometheus 2.x, the release kube-prometheus-stack runs: build.sh builds its binaries (kwokctl runs
+# them too), images.sh makes the chart's Prometheus image of them. Its module's version is v0.X.Y for
+# release 2.X.Y.
+PROMETHEUS_VERSION = "v2.54.1"
+
+
+class PinError(ValueError):
+    """installs.yaml lacks what the local environment needs; the message names the file and field."""
+
+
+@cache
+def _installs() -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(INSTALLS.read_text())
+    return document
+
+
+def _field(*path: str) -> Any:
+    value: Any = _installs()
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            raise PinError(f"{INSTALLS}: no {'.'.join(path)}")
+        value = value[key]
+    return value
+
+
+def kwok_version() -> str:
+    """KWOK's release, e.g. ``v0.8.0``."""
+    return str(_field("kwok", "version"))
+
+
+def kwok_image() -> str:
+    """The image kwok's release manifests run the controller from.
+
+    kwok's images/kwok/Dockerfile: the static binary as the entrypoint, the same binary kwokctl runs here.
+    """
+    return f"registry.k8s.io/kwok/kwok:{kwok_version()}"
+
+
+def kwok_release_urls() -> list[str]:
+    """The URLs of KWOK's release manifests the setup applies: the controller's, then the stages'."""
+    return [str(url) for url in (*_field("kwok", "manifests"), *_field("kwok", "stages"))]
+
+
+def kwok_operator_version() -> str:
+    """kwok-operator's release, e.g. ``1.0.1``."""
+    return str(_field("kwok_operator", "version"))
+
+
+def kwok_operator_release_url() -> str:
+    """The URL of kwok-operator's release manifest the setup applies."""
+    manifests = _field("kwok_operator", "manifests")
+    if len(manifests) != 1:
+        raise PinError(f"{INSTALLS}: kwok_operator.manifests must name one manifest, got {manifests}")
+    return str(manifests[0])
+
+
+def chart_version(chart: str) -> str:
+    """The version of ``chart`` the setup installs, e.g. ``0.0.73``."""
+    return str(_field("charts", chart, "version"))
+
+
+SCRIPT_PINS: dict[str, Callable[[], str]] = {
+    "kwok": kwok_version,
+    "kwok-operator": kwok_operator_version,
+    "kwok-operator-module": lambda: KWOK_OPERATOR_MODULE,
+    "kwok-operator-module-version": lambda: KWOK_OPERATOR_MODULE_VERSION,
+    "fake-gpu-operator": lambda: chart_version("fake-gpu-operator"),
+    "prometheus": lambda: PROMETHEUS_VERSION,
+    "runner-image": lambda: runner_interface.IMAGE_REPOSITORY,
+}
+"""What the scripts read, by the name they ask for."""
+
+
+def main(names: Sequence[str]) -> int:
+    """Print each named pin, one a line; 2 and the usage for a name it does not know."""
+    unknown = [name for name in names if name not in SCRIPT_PINS]
+    if not names or unknown:
+        print(
+            f"usage: python -m localenv.pins <name>..., each one of {', '.join(SCRIPT_PINS)}"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else ""),
+            file=sys.stderr,
+        )
+        return 2
+    for name in names:
+        print(SCRIPT_PINS[name]())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
