@@ -62,7 +62,6 @@ ADOPTED, REATTACHED = "sanity-fill-cluster", "whole-gpu-pending-background"
 FIRST_NIGHT = (ADOPTED, REATTACHED)
 # The second night's point is finding the first's setup, and a cleared scenario: one keeps it short.
 SECOND_NIGHT = ("sanity-fill-cluster",)
-RUNNER_ROLE = "runner"
 # Deployment settings of the release under test, as an operator would tune them: a lost worker's retry
 # starts within seconds (the runner it reattaches to is still running), and a scheduler counts a killed
 # one dead, and resets its tasks, within half a minute instead of five.
@@ -313,7 +312,7 @@ def _kill_worker(local_env: LocalEnvironment, core: client.CoreV1Api, pod: str) 
 
 def _runner_in(core: client.CoreV1Api, scenario: str, phase: str) -> client.V1Pod:
     """The scenario's runner pod, once it is in ``phase``."""
-    selector = f"{labels.SCENARIO}={scenario},{labels.ROLE}={RUNNER_ROLE}"
+    selector = f"{labels.SCENARIO}={scenario},{labels.ROLE}={labels.RUNNER}"
 
     def found() -> client.V1Pod | None:
         pods = core.list_pod_for_all_namespaces(label_selector=selector).items
@@ -339,14 +338,26 @@ def _failed_then_cleared(
 ) -> tuple[str, dict[str, Any]]:
     """The second night: its scenario fails while KAI's scheduler is off; cleared once it is on again.
 
+    The setup tunes KAI first (waiting for KAI's rollout), so KAI is switched off after it.
+
     The first try's run is published as a failure; the clear (as an engineer does it from the UI)
     re-runs the scenario with the setup, metrics, publishing and teardown. The run's id and the
     manifest entry of the failure.
     """
     (scenario,) = SECOND_NIGHT
     task = scenario_task_id(scenario)
-    switch_scheduler(local_env, core, enabled=False)
     run_id = trigger(api, {"node_count": NODE_COUNT, "scenarios": [scenario]})
+    # KAI switched off once the setup tuned it (tune_kai waits for KAI's rollout), before the scenario
+    # starts: the DAG paused meanwhile, so that the scheduler starts no task of the run.
+    wait_for(
+        lambda: api.get(f"{run_path(run_id)}/taskInstances/setup.tune_kai")["state"] == "success",
+        timeout=1500,
+        what="the setup to tune KAI",
+        interval=1,
+    )
+    _pause(api, paused=True)
+    switch_scheduler(local_env, core, enabled=False)
+    _pause(api, paused=False)
     wait_for(
         lambda: api.get(f"{run_path(run_id)}/taskInstances/{task}")["state"] == "failed",
         timeout=1500,
@@ -441,6 +452,11 @@ def test_a_cleared_scenario_reruns_alone_and_replaces_the_failure_in_place(
     published = published_run(second.pipeline_run_id)
     (entry,) = published["entries"]  # _check_night: a success
     assert entry["path"] == second.failed_entry["path"], "the failure's entry, updated in place"
+
+
+def _pause(api: AirflowApi, *, paused: bool) -> None:
+    answer = api.request("PATCH", f"/dags/{DAG_ID}", json={"is_paused": paused})
+    assert answer.status_code == 200, answer.text[:300]
 
 
 def _task_log(api: AirflowApi, run_id: str, scenario: str, *, try_number: int) -> str:
