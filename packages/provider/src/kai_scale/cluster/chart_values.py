@@ -29,6 +29,8 @@ class ChartValuesError(ValueError):
 class Profile:
     """A chart values profile, checked."""
 
+    name: str
+    """Its name: the file's stem."""
     values: dict[str, dict[str, str]]
     """``--set`` values by release, as strings (helm parses them)."""
     turned_off: frozenset[str]
@@ -96,7 +98,7 @@ def load_profile(
                     "--set would not pass on as written"
                 )
         profile[release] = {str(key): _as_set_value(value) for key, value in values.items()}
-    return Profile(values=profile, turned_off=frozenset(turned_off))
+    return Profile(name=name, values=profile, turned_off=frozenset(turned_off))
 
 
 def _as_set_value(value: object) -> str:
