@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kai_scale_model.validation import problems
+
 INSTALLS_FILE = Path("manifests") / "installs.yaml"
 """Where it lives, under the ``include/`` directory."""
 
@@ -67,8 +69,4 @@ def installs_from(document: object, *, path: Path) -> Installs:
     try:
         return Installs.model_validate(document)
     except ValidationError as error:
-        problems = "; ".join(
-            f"'{'.'.join(str(part) for part in e['loc']) or '(top level)'}' {e['msg']}"
-            for e in error.errors()
-        )
-        raise InstallsError(f"installs file {path}: {problems}") from error
+        raise InstallsError(f"installs file {path}: {problems(error)}") from error
