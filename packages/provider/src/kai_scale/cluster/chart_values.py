@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -57,7 +56,7 @@ def load_profile(
             f"(available: {', '.join(profile_names(include_dir)) or 'none'})"
         )
     try:
-        document: Any = yaml.safe_load(path.read_text())
+        document: object = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
         raise ChartValuesError(f"{path} is not YAML: {error}") from None
     if document is None:  # a file of comments only
