@@ -13,13 +13,13 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from kai_scale_model import runner_interface
+from kai_scale_model.installs import INSTALLS_FILE, Installs, installs_from
 
-INSTALLS = Path(__file__).resolve().parents[1] / "include" / "manifests" / "installs.yaml"
+INSTALLS = Path(__file__).resolve().parents[1] / "include" / INSTALLS_FILE
 # kwok-operator's release, as the module at the pseudo-version KAI's go.mod pins (its tag is not a
 # semantic version); the module proxy serves it only without the checksum database's check.
 KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"
@@ -35,23 +35,14 @@ class PinError(ValueError):
 
 
 @cache
-def _installs() -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(INSTALLS.read_text())
-    return document
-
-
-def _field(*path: str) -> Any:
-    value: Any = _installs()
-    for key in path:
-        if not isinstance(value, dict) or key not in value:
-            raise PinError(f"{INSTALLS}: no {'.'.join(path)}")
-        value = value[key]
-    return value
+def installs() -> Installs:
+    """installs.yaml, validated as the pipeline validates it (InstallsError names the file and field)."""
+    return installs_from(yaml.safe_load(INSTALLS.read_text()), path=INSTALLS)
 
 
 def kwok_version() -> str:
     """KWOK's release, e.g. ``v0.8.0``."""
-    return str(_field("kwok", "version"))
+    return installs().kwok.version
 
 
 def kwok_image() -> str:
@@ -64,25 +55,29 @@ def kwok_image() -> str:
 
 def kwok_release_urls() -> list[str]:
     """The URLs of KWOK's release manifests the setup applies: the controller's, then the stages'."""
-    return [str(url) for url in (*_field("kwok", "manifests"), *_field("kwok", "stages"))]
+    kwok = installs().kwok
+    return [*kwok.manifests, *kwok.stages]
 
 
 def kwok_operator_version() -> str:
     """kwok-operator's release, e.g. ``1.0.1``."""
-    return str(_field("kwok_operator", "version"))
+    return installs().kwok_operator.version
 
 
 def kwok_operator_release_url() -> str:
     """The URL of kwok-operator's release manifest the setup applies."""
-    manifests = _field("kwok_operator", "manifests")
+    manifests = installs().kwok_operator.manifests
     if len(manifests) != 1:
-        raise PinError(f"{INSTALLS}: kwok_operator.manifests must name one manifest, got {manifests}")
-    return str(manifests[0])
+        raise PinError(f"{INSTALLS}: kwok_operator.manifests must name one manifest, got {list(manifests)}")
+    return manifests[0]
 
 
 def chart_version(chart: str) -> str:
     """The version of ``chart`` the setup installs, e.g. ``0.0.73``."""
-    return str(_field("charts", chart, "version"))
+    charts = installs().charts
+    if chart not in charts:
+        raise PinError(f"{INSTALLS}: no charts.{chart}")
+    return charts[chart].version
 
 
 SCRIPT_PINS: dict[str, Callable[[], str]] = {

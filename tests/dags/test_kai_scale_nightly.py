@@ -189,7 +189,7 @@ def test_a_bad_scenario_file_is_an_import_error_naming_file_and_field(
         (
             "local",
             "extends: scale\npatches: [{kind: Config}]\n",
-            "tuning profile {tuning}/local.yaml: patches[0]: 'apiVersion' must be a string, got None",
+            "tuning profile {tuning}/local.yaml: 'patches.0.apiVersion' Field required",
         ),
     ],
 )

@@ -24,11 +24,13 @@ from kubernetes import client
 
 from kai_scale.cluster import helm
 from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster.chart_values import Profile
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import Sources
 from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.settings import PipelineSettings
+from kai_scale_model.installs import ChartInstall
 from localenv.environment import LocalEnvironment
 from localenv.node import NODE_NAME
 from tests.conftest import REPO
@@ -120,8 +122,7 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     worker's PATH, the mirror and the system nodes' placement are the local deployment's settings.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    installs = cluster_setup.load_installs(settings.include_dir)
-    namespace = installs["charts"]["fake-gpu-operator"]["namespace"]
+    namespace = cluster_setup.read_installs(settings.include_dir).charts["fake-gpu-operator"].namespace
     # A cluster without it and without KWOK nodes, as on a first night (an earlier test or run may
     # have installed it, and left nodes).
     if "fake-gpu-operator" in _releases(namespace):
@@ -167,18 +168,28 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     )
 
 
-def _monitoring_charts(root: Path, namespace: str) -> dict[str, dict[str, str]]:
+def _monitoring_charts(root: Path, namespace: str) -> dict[str, ChartInstall]:
     """Small local charts in place of kube-prometheus-stack and Pyroscope, at their pinned versions."""
     return {
-        release: {
-            "chart": str(
+        release: ChartInstall(
+            chart=str(
                 _write_chart(root, name=release, version=version, templates=CONFIG_MAP_TEMPLATE, values={})
             ),
-            "version": version,
-            "namespace": namespace,
-        }
+            version=version,
+            namespace=namespace,
+        )
         for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
     }
+
+
+def _installs(
+    charts: dict[str, ChartInstall], *, profile: str = "default", turned_off: frozenset[str] = frozenset()
+) -> cluster_setup.DeploymentInstalls:
+    """The shipped installs.yaml with ``charts``, under a values profile that turns ``turned_off`` off."""
+    return cluster_setup.DeploymentInstalls(
+        pins=cluster_setup.read_installs(REPO / "include").model_copy(update={"charts": charts}),
+        chart_values=Profile(name=profile, values={}, turned_off=turned_off),
+    )
 
 
 @pytest.mark.usefixtures("helm_worker")
@@ -188,10 +199,10 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
     charts = _monitoring_charts(tmp_path, release_namespace)
 
     first = cluster_setup.install_monitoring(
-        cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+        cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
     )
     second = cluster_setup.install_monitoring(
-        cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+        cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
     )
 
     assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
@@ -209,10 +220,12 @@ def test_a_release_the_values_profile_turns_off_is_not_installed(
 ) -> None:
     """As the local profile turns Pyroscope off: the setup says so and installs the rest."""
     charts = _monitoring_charts(tmp_path, release_namespace)
-    charts["pyroscope"]["turned_off_by"] = "local"
 
     lines = cluster_setup.install_monitoring(
-        cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+        cluster,
+        installs=_installs(charts, profile="local", turned_off=frozenset({"pyroscope"})),
+        sources=Sources(),
+        placement=Placement(),
     )
 
     assert lines == [
@@ -257,11 +270,14 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
         "delete_deployments": [],
     }
     for gpus in ("8", "4"):
-        installs = {
-            "charts": {"fake-gpu-operator": {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}}
-        }
+        fake_gpu_operator = ChartInstall.model_validate(
+            {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}
+        )
         lines = cluster_setup.install_fake_gpu_operator(
-            cluster, installs=installs, sources=Sources(), placement=Placement()
+            cluster,
+            installs=_installs({"fake-gpu-operator": fake_gpu_operator}).pins,
+            sources=Sources(),
+            placement=Placement(),
         )
         assert lines == [f"fake-gpu-operator 0.0.73 installed from {chart}"], f"gpuCount={gpus} is applied"
     topology = client.CoreV1Api(api_client).read_namespaced_config_map("topology", release_namespace)
@@ -290,7 +306,7 @@ def test_helm_uses_the_connections_cluster_context(
 
     with ClusterHook(conn_id="kube_context") as cluster:
         lines = cluster_setup.install_monitoring(
-            cluster, installs={"charts": charts}, sources=Sources(), placement=Placement()
+            cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
         )
 
     assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]

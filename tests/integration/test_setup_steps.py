@@ -18,7 +18,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
 # What the setup installs, as include/manifests/installs.yaml pins it.
-KWOK = cluster_setup.load_installs(REPO / "include")["kwok"]
+KWOK = cluster_setup.read_installs(REPO / "include").kwok
 FAST_STAGES = {"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-delete"}
 SUITE_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -43,12 +43,12 @@ def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_syst
 ) -> None:
     """The first night: kwok's release, from its mirror, and its controller a pod on the system node."""
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    release = local_env.config.mirror_dir / KWOK["manifests"][0].removeprefix("https://")
+    release = local_env.config.mirror_dir / KWOK.manifests[0].removeprefix("https://")
     local_env.kubectl("delete", "--ignore-not-found", "--wait", "-f", str(release))
 
     lines = setup_step("install_kwok").run(settings=settings).lines
 
-    assert lines[0].startswith(f"installed KWOK {KWOK['version']}: ")
+    assert lines[0].startswith(f"installed KWOK {KWOK.version}: ")
     local_env.kubectl(
         "-n", "kube-system", "rollout", "status", "deployment/kwok-controller", "--timeout=120s"
     )
@@ -58,7 +58,7 @@ def test_a_cluster_without_kwok_gets_its_release_with_the_controller_on_the_syst
     # Not the old controller's pod, which may still be terminating.
     [pod] = [pod for pod in pods["items"] if "deletionTimestamp" not in pod["metadata"]]
     assert pod["spec"]["nodeName"] == NODE_NAME
-    assert pod["spec"]["containers"][0]["image"] == f"registry.k8s.io/kwok/kwok:{KWOK['version']}"
+    assert pod["spec"]["containers"][0]["image"] == f"registry.k8s.io/kwok/kwok:{KWOK.version}"
     assert setup_step("install_kwok").run(settings=settings).lines[0] == "KWOK already installed", (
         "the next night"
     )
@@ -78,7 +78,7 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     lines = setup_step("install_kwok").run(settings=settings).lines
 
     assert lines[0] == "KWOK already installed"
-    assert lines[1].startswith(f"applied KWOK {KWOK['version']}'s stages: ")
+    assert lines[1].startswith(f"applied KWOK {KWOK.version}'s stages: ")
     assert lines[2] == "stage pod-complete: absent", "never applied"
     assert _stages(local_env) == FAST_STAGES
     local_env.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(SUITE_STAGE))

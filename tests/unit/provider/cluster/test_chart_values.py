@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kai_scale.cluster.chart_values import ChartValuesError, Profile, load_profile
-from kai_scale.cluster.setup import OPTIONAL_RELEASES, load_installs
+from kai_scale.cluster.setup import OPTIONAL_RELEASES, load_installs, read_installs
 from tests.conftest import REPO
 
 RELEASES = {"fake-gpu-operator", "kube-prometheus-stack", "pyroscope"}
@@ -16,27 +16,28 @@ OPTIONAL = OPTIONAL_RELEASES
 
 def test_the_default_profile_leaves_installs_yaml_as_it_is() -> None:
     assert load_profile(REPO / "include", "default", releases=RELEASES) == Profile(
-        values={}, turned_off=frozenset()
+        name="default", values={}, turned_off=frozenset()
     )
-    charts = load_installs(REPO / "include")["charts"]
-    assert charts["kube-prometheus-stack"]["set"]["grafana.enabled"] == "true"
-    assert not any("turned_off_by" in chart for chart in charts.values())
+    installs = load_installs(REPO / "include")
+    assert installs.pins.charts["kube-prometheus-stack"].values["grafana.enabled"] == "true"
+    assert installs.pins == read_installs(REPO / "include")
+    assert installs.chart_values.turned_off == frozenset()
 
 
 def test_the_local_profile_turns_pyroscope_off() -> None:
     """Nothing of Pyroscope can be built here; the setup can do without it."""
-    charts = load_installs(REPO / "include", chart_values_profile="local")["charts"]
-    assert charts["pyroscope"]["turned_off_by"] == "local"
-    assert "turned_off_by" not in charts["kube-prometheus-stack"]
+    installs = load_installs(REPO / "include", chart_values_profile="local")
+    assert installs.chart_values.name == "local"
+    assert installs.chart_values.turned_off == frozenset({"pyroscope"})
 
 
 def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> None:
-    charts = load_installs(REPO / "include", chart_values_profile="local")["charts"]
-    values = charts["kube-prometheus-stack"]["set"]
+    charts = load_installs(REPO / "include", chart_values_profile="local").pins.charts
+    values = charts["kube-prometheus-stack"].values
     assert values["grafana.enabled"] == "false", "the profile wins"
     assert values["prometheus.enabled"] == "true", "installs.yaml's other values stay"
     assert values["prometheus.service.nodePort"] == "30090"
-    fake_gpu_operator = charts["fake-gpu-operator"]["set"]
+    fake_gpu_operator = charts["fake-gpu-operator"].values
     assert fake_gpu_operator["topology.nodePools.default.gpuCount"] == "8", "from installs.yaml"
     assert fake_gpu_operator["statusUpdater.resources.requests.cpu"] == "50m", "from the profile"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 
@@ -13,7 +13,7 @@ from kai_scale.cluster.kai_rollout import (
     rollout_problems,
     unchecked_fields,
 )
-from kai_scale.cluster.kai_tuning import load_profile
+from kai_scale.cluster.kai_tuning import TuningPatch, load_profile
 from tests.conftest import REPO
 from tests.unit.provider.cluster.kai_deployments import kai_deployment, scale_deployments
 
@@ -21,7 +21,7 @@ SCALE = load_profile(REPO / "include", "scale").patches
 PYROSCOPE = "http://pyroscope.monitoring.svc.cluster.local.:4040"
 
 
-def _expected(patches: list[dict[str, Any]] = SCALE) -> dict[str, ExpectedDeployment]:
+def _expected(patches: Sequence[TuningPatch] = SCALE) -> dict[str, ExpectedDeployment]:
     return {e.name: e for e in expected_deployments(patches, scheduler_name="kai-scheduler")}
 
 
@@ -66,7 +66,7 @@ def test_the_scheduler_deployment_is_named_by_the_configs_scheduler_name_and_the
     names = [e.name for e in expected_deployments(SCALE, scheduler_name=scheduler_name)]
     assert "kai-sched-default" in names
     # Scheduler resources without a shard patch: the default shard's Deployment.
-    config_only = [p for p in SCALE if p["kind"] == "Config"]
+    config_only = [p for p in SCALE if p.kind == "Config"]
     scheduler = {e.name: e for e in expected_deployments(config_only, scheduler_name="kai-scheduler")}
     assert scheduler["kai-scheduler-default"].args == ()
 
@@ -160,17 +160,20 @@ def test_every_setting_of_the_shipped_profiles_is_compared() -> None:
 
 def test_settings_no_deployment_shows_are_named() -> None:
     patches = [
-        {"kind": "Config", "name": "kai-config", "patch": {"spec": {"global": {"schedulerName": "s"}}}},
-        {
-            "kind": "SchedulingShard",
-            "name": "default",
-            "patch": {"spec": {"goMemLimitRatio": 0.8, "args": {"a": "1"}}},
-        },
-        {
-            "kind": "Config",
-            "name": "kai-config",
-            "patch": {"spec": {"podGrouper": {"maxConcurrentReconciles": 5, "replicas": 2}}},
-        },
+        TuningPatch.model_validate({"apiVersion": "kai.scheduler/v1", **patch})
+        for patch in (
+            {"kind": "Config", "name": "kai-config", "patch": {"spec": {"global": {"schedulerName": "s"}}}},
+            {
+                "kind": "SchedulingShard",
+                "name": "default",
+                "patch": {"spec": {"goMemLimitRatio": 0.8, "args": {"a": "1"}}},
+            },
+            {
+                "kind": "Config",
+                "name": "kai-config",
+                "patch": {"spec": {"podGrouper": {"maxConcurrentReconciles": 5, "replicas": 2}}},
+            },
+        )
     ]
     assert unchecked_fields(patches) == [
         "Config kai-config spec.global.schedulerName",

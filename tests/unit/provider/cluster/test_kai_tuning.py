@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from kai_scale.cluster.kai_tuning import (
     TuningError,
+    TuningPatch,
     load_profile,
     merge,
     profile_names,
@@ -40,19 +42,19 @@ def _leaves(value: Any, path: str = "") -> dict[str, Any]:
     }
 
 
-def _by_object(patches: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {f"{p['kind']} {p['name']}": _leaves(p["patch"]) for p in patches}
+def _by_object(patches: Sequence[TuningPatch]) -> dict[str, dict[str, Any]]:
+    return {f"{p.kind} {p.name}": _leaves(p.patch) for p in patches}
 
 
 def test_the_shipped_profiles_are_scale_and_local() -> None:
     assert profile_names(INCLUDE) == ["local", "scale"]
     scale = load_profile(INCLUDE, "scale")
     assert scale.path == INCLUDE / "manifests" / "kai-tuning" / "scale.yaml"
-    assert [(p["kind"], p["name"]) for p in scale.patches] == [
+    assert [(p.kind, p.name) for p in scale.patches] == [
         ("SchedulingShard", "default"),
         ("Config", "kai-config"),
     ]
-    config = scale.patches[1]["patch"]["spec"]
+    config = scale.patches[1].patch["spec"]
     assert config["scheduler"]["service"]["resources"]["requests"] == {"cpu": "3", "memory": "7Gi"}
     assert config["binder"]["maxConcurrentReconciles"] == 100
     assert config["admission"]["replicas"] == 4
@@ -106,12 +108,12 @@ patches:
     patch: {data: {a: b}}
 """
     profile = load_profile(_include(tmp_path, small=small), "small")
-    assert [(p["kind"], p["name"]) for p in profile.patches] == [
+    assert [(p.kind, p.name) for p in profile.patches] == [
         ("SchedulingShard", "default"),
         ("Config", "kai-config"),
         ("ConfigMap", "extra"),
     ]
-    spec = profile.patches[1]["patch"]["spec"]
+    spec = profile.patches[1].patch["spec"]
     assert spec["scheduler"]["service"]["resources"] == {
         "requests": {"cpu": "500m", "memory": "7Gi"},
         "limits": {"cpu": "5", "memory": "7Gi"},
@@ -156,21 +158,22 @@ patches:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("- a\n", r"needs 'patches', a list of merge patches"),
-        ("patches: []\nextend: scale\n", r"unknown field 'extend' \(fields: extends, patches\)"),
-        ("extends: [scale]\npatches: []\n", r"'extends' must name a profile, got \['scale'\]"),
+        ("- a\n", r"'\(top level\)' Input should be a valid dictionary"),
+        ("extends: scale\n", r"'patches' Field required"),
+        ("patches: []\nextend: scale\n", r"'extend' Extra inputs are not permitted"),
+        ("extends: [scale]\npatches: []\n", r"'extends' Input should be a valid string"),
         (
             "extends: nothing\npatches: []\n",
             r"extends 'nothing', which is not a profile \(available: bad, local",
         ),
-        ("patches: [{kind: Config, name: kai-config, patch: {}}]\n", r"patches\[0\]: 'apiVersion' must be"),
+        ("patches: [{kind: Config, name: c, patch: {}}]\n", r"'patches.0.apiVersion' Field required"),
         (
             "patches: [{apiVersion: v1, kind: Config, name: c, patch: []}]\n",
-            r"patches\[0\] \(Config c\): 'patch'",
+            r"'patches.0.patch' Input should be a valid dictionary",
         ),
         (
             "patches: [{apiVersion: v1, kind: SchedulingShard, name: s, patch: {spec: {args: {a: 0}}}}]\n",
-            r"SchedulingShard s\): spec.args values must be strings",
+            r"'patches.0' Value error, SchedulingShard s: spec.args values must be strings",
         ),
         (
             "patches: [{apiVersion: v1, kind: Config, name: c, "

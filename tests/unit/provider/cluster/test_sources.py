@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kai_scale.cluster.helm import Chart, HelmTarget, upgrade_install_argv
-from kai_scale.cluster.setup import load_installs
+from kai_scale.cluster.setup import read_installs
 from kai_scale.cluster.sources import Source, Sources
 from kai_scale.settings import PipelineSettings, SettingsError
 from tests.conftest import REPO
@@ -78,7 +78,7 @@ def test_a_bad_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch, value
 
 def test_every_source_the_shipped_installs_name_can_be_mirrored() -> None:
     """An air-gapped cluster can mirror all of installs.yaml: OCI charts, chart repositories, manifests."""
-    installs = load_installs(REPO / "include")
+    installs = read_installs(REPO / "include")
     sources = Sources.parse(
         json.dumps(
             [
@@ -87,13 +87,8 @@ def test_every_source_the_shipped_installs_name_can_be_mirrored() -> None:
             ]
         )
     )
-    references = [
-        url
-        for part in ("kwok", "kwok_operator")
-        for key in ("manifests", "stages")
-        for url in installs[part].get(key, [])
-    ]
-    references += [spec.get("repo") or spec["chart"] for spec in installs["charts"].values()]
+    references = [*installs.kwok.manifests, *installs.kwok.stages, *installs.kwok_operator.manifests]
+    references += [spec.repo or spec.chart for spec in installs.charts.values()]
     assert references, "installs.yaml names its sources"
     for reference in references:
         assert sources.resolve(reference).reference.startswith(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -29,6 +28,8 @@ class ChartValuesError(ValueError):
 class Profile:
     """A chart values profile, checked."""
 
+    name: str
+    """Its name: the file's stem."""
     values: dict[str, dict[str, str]]
     """``--set`` values by release, as strings (helm parses them)."""
     turned_off: frozenset[str]
@@ -55,7 +56,7 @@ def load_profile(
             f"(available: {', '.join(profile_names(include_dir)) or 'none'})"
         )
     try:
-        document: Any = yaml.safe_load(path.read_text())
+        document: object = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
         raise ChartValuesError(f"{path} is not YAML: {error}") from None
     if document is None:  # a file of comments only
@@ -96,7 +97,7 @@ def load_profile(
                     "--set would not pass on as written"
                 )
         profile[release] = {str(key): _as_set_value(value) for key, value in values.items()}
-    return Profile(values=profile, turned_off=frozenset(turned_off))
+    return Profile(name=name, values=profile, turned_off=frozenset(turned_off))
 
 
 def _as_set_value(value: object) -> str:

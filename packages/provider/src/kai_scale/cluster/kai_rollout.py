@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scale.cluster.kai_tuning import merge, quantity
+from kai_scale.cluster.kai_tuning import TuningPatch, merge, quantity
 from kai_scale_model import kai
 
 # Config spec keys of the services with one Deployment each, and that Deployment's name.
@@ -64,11 +64,11 @@ def operand_names(config: Mapping[str, Any] | None) -> tuple[str, str]:
     return str(namespace), str((spec.get("global") or {}).get("schedulerName") or kai.SCHEDULER_NAME)
 
 
-def _config_spec(patches: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _config_spec(patches: Sequence[TuningPatch]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     for patch in patches:
-        if patch["kind"] == "Config":
-            spec = merge(spec, patch["patch"].get("spec") or {})
+        if patch.kind == "Config":
+            spec = merge(spec, patch.patch.get("spec") or {})
     return spec
 
 
@@ -88,9 +88,7 @@ def _expected(name: str, settings: Mapping[str, Any], args: Sequence[str]) -> Ex
     )
 
 
-def expected_deployments(
-    patches: Sequence[Mapping[str, Any]], *, scheduler_name: str
-) -> list[ExpectedDeployment]:
+def expected_deployments(patches: Sequence[TuningPatch], *, scheduler_name: str) -> list[ExpectedDeployment]:
     """The Deployments the profile's patches change, as the operator should render them, by name."""
     spec = _config_spec(patches)
     expected = []
@@ -100,9 +98,9 @@ def expected_deployments(
             args = () if reconciles is None else (f"--max-concurrent-reconciles={reconciles}",)
             expected.append(_expected(name, spec[service], args))
     shards = {
-        patch["name"]: _set((patch["patch"].get("spec") or {}).get("args"))
+        patch.name: _set((patch.patch.get("spec") or {}).get("args"))
         for patch in patches
-        if patch["kind"] == "SchedulingShard"
+        if patch.kind == "SchedulingShard"
     }
     if isinstance(spec.get("scheduler"), dict) and not shards:
         shards = {kai.DEFAULT_SHARD: {}}
@@ -133,13 +131,13 @@ def _checked(kind: str, path: tuple[str, ...]) -> bool:
     )
 
 
-def unchecked_fields(patches: Sequence[Mapping[str, Any]]) -> list[str]:
+def unchecked_fields(patches: Sequence[TuningPatch]) -> list[str]:
     """Fields the profile sets that are not compared with a Deployment, as ``Config kai-config spec.x``."""
     return [
-        f"{patch['kind']} {patch['name']} {'.'.join(path)}"
+        f"{patch.kind} {patch.name} {'.'.join(path)}"
         for patch in patches
-        for path in _leaves(patch["patch"], ())
-        if not _checked(patch["kind"], path)
+        for path in _leaves(patch.patch, ())
+        if not _checked(patch.kind, path)
     ]
 
 

@@ -46,9 +46,9 @@ def tune_kai(
     lines = [f"tuning profile {tuning.name} ({tuning.path})"]
     for patch in tuning.patches:
         cluster.merge_patch(
-            api_version=patch["apiVersion"], kind=patch["kind"], name=patch["name"], patch=patch["patch"]
+            api_version=patch.api_version, kind=patch.kind, name=patch.name, patch=patch.patch
         )
-        lines.append(f"patched {patch['kind']} {patch['name']}")
+        lines.append(f"patched {patch.kind} {patch.name}")
     return lines + _wait_for_kai_rollout(cluster, tuning, timeout=timeout, clock=clock, sleep=sleep)
 
 
@@ -61,7 +61,7 @@ def _wait_for_kai_rollout(
     sleep: Callable[[float], None],
 ) -> list[str]:
     """Poll KAI's Deployments (a handful, every few seconds) until they carry the profile, rolled out."""
-    config_name = next((p["name"] for p in tuning.patches if p["kind"] == "Config"), KAI_CONFIG[2])
+    config_name = next((p.name for p in tuning.patches if p.kind == "Config"), KAI_CONFIG[2])
     config = cluster.get(api_version=KAI_CONFIG[0], kind=KAI_CONFIG[1], name=config_name)
     namespace, scheduler_name = kai_rollout.operand_names(config)
     expected = kai_rollout.expected_deployments(tuning.patches, scheduler_name=scheduler_name)

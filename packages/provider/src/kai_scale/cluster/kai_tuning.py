@@ -10,18 +10,18 @@ resizes (``local``) names the sizes and nothing else. A deployment picks one by 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kai_scale_model.validation import problems
 
 TUNING_DIR = Path("manifests") / "kai-tuning"
 DEFAULT_PROFILE = "scale"
-_FIELDS = {"extends", "patches"}
-_TARGET_FIELDS = ("apiVersion", "kind", "name")
 # A Kubernetes quantity: a number, then a binary or decimal suffix or a decimal exponent.
 _QUANTITY = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[numkMGTPE])?")
 _BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
@@ -36,6 +36,39 @@ class TuningError(ValueError):
     """A tuning profile the pipeline cannot use; the message names the file and the field."""
 
 
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TuningPatch(_Strict):
+    """A JSON merge patch of one of KAI's objects."""
+
+    api_version: str = Field(alias="apiVersion", description="the object's apiVersion")
+    kind: str = Field(description="the object's kind: ``SchedulingShard``, ``Config``")
+    name: str = Field(description="the object's name")
+    patch: dict[str, Any] = Field(description="the merge patch, in the object's own schema (KAI's)")
+
+    @model_validator(mode="after")
+    def _shard_args_are_strings(self) -> TuningPatch:
+        args = (self.patch.get("spec") or {}).get("args") or {}
+        if self.kind == "SchedulingShard" and not all(isinstance(v, str) for v in args.values()):
+            # The CRD's args are strings; a bare 0 would be refused by the API server at patch time.
+            raise ValueError(f"SchedulingShard {self.name}: spec.args values must be strings")
+        return self
+
+    @property
+    def target(self) -> tuple[str, str, str]:
+        """The object it patches: apiVersion, kind and name."""
+        return (self.api_version, self.kind, self.name)
+
+
+class TuningFile(_Strict):
+    """A tuning profile's file, as written."""
+
+    extends: str | None = Field(default=None, description="the profile whose patches this one's go over")
+    patches: tuple[TuningPatch, ...] = Field(description="merge patches, one or more per object")
+
+
 @dataclass(frozen=True, kw_only=True)
 class TuningProfile:
     """One tuning profile, resolved: its own patches merged over those of the profile it extends."""
@@ -44,8 +77,8 @@ class TuningProfile:
     """Its name: the file's stem."""
     path: Path
     """Its file."""
-    patches: list[dict[str, Any]]
-    """Merge patches, one per object: ``apiVersion``, ``kind``, ``name`` and the ``patch``."""
+    patches: tuple[TuningPatch, ...]
+    """Merge patches, one per object."""
 
 
 def profile_names(include_dir: Path) -> list[str]:
@@ -82,54 +115,39 @@ def _load(include_dir: Path, name: str, *, seen: tuple[str, ...]) -> TuningProfi
     if name in seen:
         raise TuningError(f"tuning profiles extend each other in a circle: {' -> '.join((*seen, name))}")
     path = include_dir / TUNING_DIR / f"{name}.yaml"
-    document = yaml.safe_load(path.read_text())
-    if not isinstance(document, dict) or not isinstance(document.get("patches"), list):
-        raise TuningError(f"tuning profile {path}: needs 'patches', a list of merge patches")
-    if unknown := sorted(set(document) - _FIELDS):
-        raise TuningError(f"tuning profile {path}: unknown field {unknown[0]!r} (fields: extends, patches)")
-    base = document.get("extends")
-    if base is not None and not isinstance(base, str):
-        raise TuningError(f"tuning profile {path}: 'extends' must name a profile, got {base!r}")
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise TuningError(f"tuning profile {path}: not valid YAML: {error}") from error
+    try:
+        tuning = TuningFile.model_validate(document)
+    except ValidationError as error:
+        raise TuningError(f"tuning profile {path}: {problems(error)}") from error
+    base = tuning.extends
     if base is not None and base not in available:
         raise TuningError(
             f"tuning profile {path}: extends {base!r}, which is not a profile "
             f"(available: {', '.join(available)})"
         )
-    own = [_checked_patch(path, index, patch) for index, patch in enumerate(document["patches"])]
-    patches = _merged(_load(include_dir, base, seen=(*seen, name)).patches, own) if base else own
+    patches = (
+        _merged(_load(include_dir, base, seen=(*seen, name)).patches, tuning.patches)
+        if base
+        else tuning.patches
+    )
     for patch in patches:
         _check_requests_within_limits(path, patch)
     return TuningProfile(name=name, path=path, patches=patches)
 
 
-def _checked_patch(path: Path, index: int, patch: object) -> dict[str, Any]:
-    where = f"tuning profile {path}: patches[{index}]"
-    if not isinstance(patch, dict):
-        raise TuningError(f"{where} must be a mapping with apiVersion, kind, name and patch")
-    for field in _TARGET_FIELDS:
-        if not isinstance(patch.get(field), str):
-            raise TuningError(f"{where}: '{field}' must be a string, got {patch.get(field)!r}")
-    if not isinstance(patch.get("patch"), dict):
-        raise TuningError(f"{where} ({patch['kind']} {patch['name']}): 'patch' must be a mapping")
-    args = ((patch["patch"].get("spec") or {}).get("args")) or {}
-    if patch["kind"] == "SchedulingShard" and not all(isinstance(v, str) for v in args.values()):
-        # The CRD's args are strings; a bare 0 would be refused by the API server at patch time.
-        raise TuningError(f"{where} (SchedulingShard {patch['name']}): spec.args values must be strings")
-    return patch
-
-
-def _target(patch: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(str(patch[field]) for field in _TARGET_FIELDS)
-
-
-def _merged(base: list[dict[str, Any]], own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merged(base: tuple[TuningPatch, ...], own: tuple[TuningPatch, ...]) -> tuple[TuningPatch, ...]:
     """``own`` over ``base``, object by object: one patch per object, in the order first named."""
-    result = {_target(patch): patch for patch in base}
+    result = {patch.target: patch for patch in base}
     for patch in own:
-        target = _target(patch)
-        earlier = result.get(target)
-        result[target] = {**patch, "patch": merge(earlier["patch"], patch["patch"])} if earlier else patch
-    return list(result.values())
+        earlier = result.get(patch.target)
+        result[patch.target] = (
+            patch.model_copy(update={"patch": merge(earlier.patch, patch.patch)}) if earlier else patch
+        )
+    return tuple(result.values())
 
 
 def merge(base: Any, overlay: Any) -> Any:
@@ -142,14 +160,14 @@ def merge(base: Any, overlay: Any) -> Any:
     return {**base, **{key: merge(base.get(key), value) for key, value in overlay.items()}}
 
 
-def _check_requests_within_limits(path: Path, patch: Mapping[str, Any]) -> None:
+def _check_requests_within_limits(path: Path, patch: TuningPatch) -> None:
     """A request above its limit: Kubernetes refuses the pods, and KAI's operator leaves the service down."""
-    for service, settings in ((patch["patch"].get("spec")) or {}).items():
+    for service, settings in (patch.patch.get("spec") or {}).items():
         if not isinstance(settings, dict):
             continue
         resources = (settings.get("service") or {}).get("resources") or {}
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-        where = f"tuning profile {path}: {patch['kind']} {patch['name']}, {service}"
+        where = f"tuning profile {path}: {patch.kind} {patch.name}, {service}"
         for kind, values in (("requests", requests), ("limits", limits)):
             for resource, value in values.items():
                 try:

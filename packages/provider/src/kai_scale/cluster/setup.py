@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from kai_scale.cluster.placement import Placement, placed
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai, labels
+from kai_scale_model.installs import INSTALLS_FILE, ChartInstall, Installs, InstallsError, installs_from
 
 STAGE_CRD = "stages.kwok.x-k8s.io"
 NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
@@ -33,7 +34,10 @@ GPU_RESOURCE = "nvidia.com/gpu"
 POOL_DELETION_TIMEOUT_SECONDS = 300
 # How long a CRD the setup applied may take to be served.
 CRD_TIMEOUT_SECONDS = 60
+FAKE_GPU_OPERATOR = "fake-gpu-operator"
 MONITORING_RELEASES = ("kube-prometheus-stack", "pyroscope")
+# The charts installs.yaml must declare: the setup installs each.
+REQUIRED_RELEASES = (FAKE_GPU_OPERATOR, *MONITORING_RELEASES)
 # What a chart values profile may turn off: not kube-prometheus-stack, whose Prometheus gives the runs
 # their metrics (a cluster with its own leaves it to the cluster: KAI_SCALE_SKIP_INSTALLS).
 OPTIONAL_RELEASES = frozenset({"pyroscope"})
@@ -116,24 +120,48 @@ def preflight(cluster: ClusterHook) -> Inventory:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class DeploymentInstalls:
+    """include/manifests/installs.yaml as a deployment installs it: under its chart values profile."""
+
+    pins: Installs
+    """installs.yaml, with the profile's ``--set`` values set over each chart's."""
+    chart_values: chart_values.Profile
+    """The deployment's chart values profile: its name, and the releases it turns off."""
+
+
+def read_installs(include_dir: Path) -> Installs:
+    """include/manifests/installs.yaml as written; InstallsError names the file and the field."""
+    path = include_dir / INSTALLS_FILE
+    try:
+        document = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise InstallsError(f"installs file {path}: not valid YAML: {error}") from error
+    installs = installs_from(document, path=path)
+    if missing := sorted(set(REQUIRED_RELEASES) - set(installs.charts)):
+        raise InstallsError(
+            f"installs file {path}: 'charts' lacks {', '.join(missing)}, which the setup installs"
+        )
+    return installs
+
+
 def load_installs(
     include_dir: Path, *, chart_values_profile: str = chart_values.DEFAULT_PROFILE
-) -> dict[str, Any]:
+) -> DeploymentInstalls:
     """include/manifests/installs.yaml: pinned versions of what the setup installs.
 
     :param chart_values_profile: the deployment's chart values profile (include/manifests/chart-values/),
-        set over each chart's ``set`` values; a release it turns off is marked ``turned_off_by`` it.
+        set over each chart's ``set`` values.
     """
-    document: dict[str, Any] = yaml.safe_load((include_dir / "manifests" / "installs.yaml").read_text())
-    charts = document["charts"]
+    installs = read_installs(include_dir)
     profile = chart_values.load_profile(
-        include_dir, chart_values_profile, releases=set(charts), optional=OPTIONAL_RELEASES
+        include_dir, chart_values_profile, releases=set(installs.charts), optional=OPTIONAL_RELEASES
     )
-    for release, values in profile.values.items():
-        charts[release]["set"] = {**(charts[release].get("set") or {}), **values}
-    for release in profile.turned_off:
-        charts[release]["turned_off_by"] = chart_values_profile
-    return document
+    charts = {
+        release: chart.model_copy(update={"values": {**chart.values, **profile.values.get(release, {})}})
+        for release, chart in installs.charts.items()
+    }
+    return DeploymentInstalls(pins=installs.model_copy(update={"charts": charts}), chart_values=profile)
 
 
 def load_manifest(include_dir: Path, name: str) -> list[dict[str, Any]]:
@@ -141,7 +169,7 @@ def load_manifest(include_dir: Path, name: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all((include_dir / "manifests" / name).read_text()) if doc]
 
 
-def _fetch_manifests(urls: list[str], *, sources: Sources) -> list[dict[str, Any]]:
+def _fetch_manifests(urls: Sequence[str], *, sources: Sources) -> list[dict[str, Any]]:
     documents: list[dict[str, Any]] = []
     for url in urls:
         source = sources.resolve(url)
@@ -170,7 +198,7 @@ def _infrastructure(documents: list[dict[str, Any]], placement: Placement) -> li
 
 def _apply_release(
     cluster: ClusterHook,
-    urls: list[str],
+    urls: Sequence[str],
     *,
     sources: Sources,
     placement: Placement,
@@ -189,30 +217,30 @@ def _apply_release(
 
 
 def install_kwok(
-    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, placement: Placement
+    cluster: ClusterHook, *, installs: Installs, sources: Sources, placement: Placement
 ) -> list[str]:
     """KWOK and its fast stages, without the stages KAI's setup removes (pod-complete).
 
     The stages are applied on every run (an unchanged apply changes nothing), so a cluster whose stages
     went missing is repaired rather than left with nodes that never become Ready.
     """
-    kwok = installs["kwok"]
+    kwok = installs.kwok
     lines = []
     if cluster.crd_exists(STAGE_CRD):
         lines.append("KWOK already installed")
     else:
-        applied = _apply_release(cluster, kwok["manifests"], sources=sources, placement=placement)
+        applied = _apply_release(cluster, kwok.manifests, sources=sources, placement=placement)
         # Its stages, applied next, need their CRD served.
         if not cluster.wait_for_crd(STAGE_CRD, timeout_seconds=CRD_TIMEOUT_SECONDS):
             raise SetupError(
                 f"KWOK's CRD {STAGE_CRD} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
             )
-        lines.append(f"installed KWOK {kwok['version']}: {len(applied)} objects")
+        lines.append(f"installed KWOK {kwok.version}: {len(applied)} objects")
     stages = _apply_release(
-        cluster, kwok["stages"], sources=sources, placement=placement, leave_out=set(kwok["delete_stages"])
+        cluster, kwok.stages, sources=sources, placement=placement, leave_out=set(kwok.delete_stages)
     )
-    lines.append(f"applied KWOK {kwok['version']}'s stages: {', '.join(stages)}")
-    for stage in kwok["delete_stages"]:
+    lines.append(f"applied KWOK {kwok.version}'s stages: {', '.join(stages)}")
+    for stage in kwok.delete_stages:
         deleted = cluster.delete(api_version="kwok.x-k8s.io/v1alpha1", kind="Stage", name=stage)
         lines.append(f"stage {stage}: {'deleted' if deleted else 'absent'}")
     return lines
@@ -242,7 +270,7 @@ def in_runner_namespace(objects: list[dict[str, Any]], namespace: str) -> list[d
 def size_node_pool(
     cluster: ClusterHook,
     *,
-    installs: dict[str, Any],
+    installs: Installs,
     sources: Sources,
     placement: Placement,
     include_dir: Path,
@@ -251,13 +279,13 @@ def size_node_pool(
     """kwok-operator (if missing) and managed-nodepool at ``node_count``; remembers the count to restore."""
     lines = []
     if not cluster.crd_exists(NODEPOOL_CRD):
-        operator = installs["kwok_operator"]
-        _apply_release(cluster, operator["manifests"], sources=sources, placement=placement)
+        operator = installs.kwok_operator
+        _apply_release(cluster, operator.manifests, sources=sources, placement=placement)
         if not cluster.wait_for_crd(NODEPOOL_CRD, timeout_seconds=CRD_TIMEOUT_SECONDS):
             raise SetupError(
                 f"kwok-operator's CRD {NODEPOOL_CRD} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
             )
-        lines.append(f"installed kwok-operator {operator['version']}")
+        lines.append(f"installed kwok-operator {operator.version}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})
     # Recorded once per run: a re-run setup (a retried scenario) must not record the run's own size.
@@ -272,16 +300,16 @@ def size_node_pool(
     return lines
 
 
-def _chart(release: str, spec: dict[str, Any], *, sources: Sources, placement: Placement) -> helm.Chart:
-    source = sources.resolve(spec["chart"])
-    repo = sources.resolve(spec["repo"]).reference if spec.get("repo") else None
+def _chart(release: str, spec: ChartInstall, *, sources: Sources, placement: Placement) -> helm.Chart:
+    source = sources.resolve(spec.chart)
+    repo = sources.resolve(spec.repo).reference if spec.repo else None
     return helm.Chart(
         release=release,
         chart=source.reference,
-        version=str(spec["version"]),
-        namespace=spec["namespace"],
+        version=spec.version,
+        namespace=spec.namespace,
         repo=repo,
-        values={k: str(v) for k, v in (spec.get("set") or {}).items()},
+        values=dict(spec.values),
         plain_http=source.plain_http,
         post_renderer=placement.post_renderer(),
     )
@@ -295,24 +323,24 @@ def _require_helm(what: str) -> None:
 
 
 def install_fake_gpu_operator(
-    cluster: ClusterHook, *, installs: dict[str, Any], sources: Sources, placement: Placement
+    cluster: ClusterHook, *, installs: Installs, sources: Sources, placement: Placement
 ) -> list[str]:
     """The fake GPU operator, which gives the KWOK nodes their GPUs, unless some other install has it."""
-    spec = installs["charts"]["fake-gpu-operator"]
-    topology = cluster.get(api_version="v1", kind="ConfigMap", name="topology", namespace=spec["namespace"])
+    spec = installs.charts[FAKE_GPU_OPERATOR]
+    topology = cluster.get(api_version="v1", kind="ConfigMap", name="topology", namespace=spec.namespace)
     annotations = ((topology or {}).get("metadata") or {}).get("annotations") or {}
-    if topology and annotations.get("meta.helm.sh/release-name") != "fake-gpu-operator":
+    if topology and annotations.get("meta.helm.sh/release-name") != FAKE_GPU_OPERATOR:
         # Installed some other way: helm would refuse to adopt its objects, and it is not ours to change.
         return ["fake GPU operator already installed (not by this pipeline's helm release): left as it is"]
     _require_helm("the fake GPU operator")
     with cluster.helm_target() as target:
-        chart = _chart("fake-gpu-operator", spec, sources=sources, placement=placement)
+        chart = _chart(FAKE_GPU_OPERATOR, spec, sources=sources, placement=placement)
         changed = helm.ensure_release(chart, target=target)
     state = "installed" if changed else "up to date"
-    lines = [f"fake-gpu-operator {spec['version']} {state} from {chart.chart}"]
-    for deployment in spec.get("delete_deployments") or []:
+    lines = [f"{FAKE_GPU_OPERATOR} {spec.version} {state} from {chart.chart}"]
+    for deployment in spec.delete_deployments:
         deleted = cluster.delete(
-            api_version="apps/v1", kind="Deployment", name=deployment, namespace=spec["namespace"]
+            api_version="apps/v1", kind="Deployment", name=deployment, namespace=spec.namespace
         )
         lines.append(f"deployment {deployment}: {'deleted' if deleted else 'absent'}")
     return lines
@@ -321,7 +349,7 @@ def install_fake_gpu_operator(
 def install_monitoring(
     cluster: ClusterHook,
     *,
-    installs: dict[str, Any],
+    installs: DeploymentInstalls,
     sources: Sources,
     placement: Placement,
     skip: frozenset[str] = frozenset(),
@@ -329,9 +357,9 @@ def install_monitoring(
     """kube-prometheus-stack and Pyroscope, less those the deployment leaves or turns off.
 
     A release is left to the cluster when it is in ``skip`` (the cluster has its own), and turned off
-    by the chart values profile (``turned_off_by``) when the deployment cannot run it.
+    by the chart values profile when the deployment cannot run it.
     """
-    charts = installs["charts"]
+    charts = installs.pins.charts
     releases = []
     lines = []
     for release in MONITORING_RELEASES:
@@ -339,9 +367,9 @@ def install_monitoring(
             lines.append(
                 f"{release}: left to the cluster ({SKIP_INSTALLS_VARIABLE}), not installed by the setup"
             )
-        elif "turned_off_by" in charts[release]:
+        elif release in installs.chart_values.turned_off:
             lines.append(
-                f"{release}: turned off by the chart values profile {charts[release]['turned_off_by']!r} "
+                f"{release}: turned off by the chart values profile {installs.chart_values.name!r} "
                 f"({chart_values.PROFILE_VARIABLE}), not installed"
             )
         else:
@@ -353,7 +381,7 @@ def install_monitoring(
         for release in releases:
             chart = _chart(release, charts[release], sources=sources, placement=placement)
             changed = helm.ensure_release(chart, target=target)
-            lines.append(f"{release} {charts[release]['version']} {'installed' if changed else 'up to date'}")
+            lines.append(f"{release} {charts[release].version} {'installed' if changed else 'up to date'}")
     return lines
 
 

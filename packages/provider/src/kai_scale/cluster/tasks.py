@@ -34,7 +34,7 @@ class StepInput:
     scenario_names: Sequence[str]
     """Every scenario of the DAG, which ``params`` is checked against."""
 
-    def installs(self) -> dict[str, Any]:
+    def installs(self) -> setup.DeploymentInstalls:
         """include/manifests/installs.yaml under the deployment's chart values profile."""
         return setup.load_installs(
             self.settings.include_dir, chart_values_profile=self.settings.chart_values_profile
@@ -106,7 +106,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
         summary="KWOK and its stages (pod-complete removed).",
         body=lambda cluster, given: setup.install_kwok(
             cluster,
-            installs=given.installs(),
+            installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
         ),
@@ -123,7 +123,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
         summary="kwok-operator and managed-nodepool sized for the run.",
         body=lambda cluster, given: setup.size_node_pool(
             cluster,
-            installs=given.installs(),
+            installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
             include_dir=given.settings.include_dir,
@@ -135,7 +135,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
         summary="The fake GPU operator, which reports GPUs on the KWOK nodes.",
         body=lambda cluster, given: setup.install_fake_gpu_operator(
             cluster,
-            installs=given.installs(),
+            installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
         ),

@@ -9,11 +9,12 @@ Beyond the dashboard's fields (it ignores them): ``results.failure_kind`` and th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kai_scale.cluster.kai_tuning import TuningPatch
 from kai_scale.publishing.run_summary import ScenarioEntry, run_failure_kind, run_status
 from kai_scale_model.scenario import GinkgoRun, Scenario
 
@@ -52,11 +53,11 @@ def ginkgo_focus(scenarios: Sequence[Scenario], selected: Sequence[str]) -> str:
     return "|".join(f"({focus})" if len(focuses) > 1 else focus for focus in focuses)
 
 
-def service_resources(kai_tuning: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Each KAI service's requests and limits as the tuning manifest (kai-tuning.yaml) sets them."""
+def service_resources(kai_tuning: Sequence[TuningPatch]) -> dict[str, Any]:
+    """Each KAI service's requests and limits as the tuning profile (include/manifests/kai-tuning/) sets."""
     for change in kai_tuning:
-        if change.get("kind") == "Config":
-            spec = change.get("patch", {}).get("spec", {})
+        if change.kind == "Config":
+            spec = change.patch.get("spec", {})
             return {
                 service: spec[service]["service"]["resources"]
                 for service in KAI_SERVICES
