@@ -19,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,8 @@ HELM_TIMEOUT = "15m"
 # it there (a database it cannot reach, a setting it refuses) instead of after HELM_TIMEOUT; Airflow's
 # services fail within seconds of losing their database, its migration job only after minutes.
 POLL_SECONDS = 10
+# The label KubernetesExecutor gives its worker pods, in the release's namespace beside its services.
+WORKER_POD_LABEL = "kubernetes_executor"
 # How long the REST client waits for an api-server that does not answer (a restarting pod).
 RECONNECT_SECONDS = 180
 # Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
@@ -118,9 +121,9 @@ class AirflowDeployment:
             return False
         self.environment.kubectl("apply", "-f", "-", input_text=secrets_manifest)
         self._create_keys_once()
-        restarts_before = self._restarts()
-        self._helm_upgrade(values, restarts_before)
-        self.wait_ready(restarts_before)
+        started = datetime.now(UTC)
+        self._helm_upgrade(values, started)
+        self.wait_ready(since=started)
         record.write_text(digest)
         return True
 
@@ -199,7 +202,7 @@ class AirflowDeployment:
             )
         return str(yaml.safe_dump(flat))
 
-    def _helm_upgrade(self, values: tuple[Path, ...], restarts_before: dict[str, int]) -> None:
+    def _helm_upgrade(self, values: tuple[Path, ...], started: datetime) -> None:
         registry = self.environment.registry().address
         log_path = self.config.logs_dir / "airflow-helm.log"
         argv = [
@@ -223,14 +226,14 @@ class AirflowDeployment:
             log.write(f"$ {' '.join(argv)}\n")
             log.flush()
             helm = subprocess.Popen(argv, stdout=log, stderr=errors, text=True)
-            failing = self._wait_for_helm(helm, restarts_before)
+            failing = self._wait_for_helm(helm, started)
             errors.seek(0)
             stderr = errors.read()
             log.write(stderr)
         if failing is not None:
             raise ComponentError(
-                f"airflow: {failing} failed during the upgrade; helm was stopped, the release is marked "
-                f"failed ({log_path}){self._failure_log(failing)}"
+                f"airflow: {failing} failed during helm's install or upgrade; helm was stopped, the release "
+                f"is marked failed ({log_path}){self._failure_log(failing)}"
             )
         if helm.returncode != 0:
             said = stderr.strip().splitlines()
@@ -247,7 +250,7 @@ class AirflowDeployment:
                 f"({log_path}){self._diagnosis()}"
             )
 
-    def _wait_for_helm(self, helm: subprocess.Popen[str], restarts_before: dict[str, int]) -> str | None:
+    def _wait_for_helm(self, helm: subprocess.Popen[str], started: datetime) -> str | None:
         """Until helm ends; or, once a container of the release failed, stop it: ``<pod>/<container>``.
 
         helm would wait ``HELM_TIMEOUT`` for a migration job that cannot reach its database; stopped
@@ -258,17 +261,29 @@ class AirflowDeployment:
                 helm.wait(timeout=POLL_SECONDS)
                 return None
             except subprocess.TimeoutExpired:
-                failing = self._failed_container(restarts_before)
+                failing = self._failed_container(since=started)
                 if failing is not None:
                     helm.terminate()
-                    helm.wait(timeout=120)
+                    try:
+                        helm.wait(timeout=120)
+                    except subprocess.TimeoutExpired:
+                        helm.kill()  # the release then stays pending-upgrade: helm rollback clears it
+                        helm.wait()
                     return failing
 
-    def _failed_container(self, restarts_before: dict[str, int]) -> str | None:
-        """A container (``<pod>/<container>``) restarted since ``restarts_before``: it or its probe failed."""
-        for container, count in self._restarts().items():
-            if count > restarts_before.get(container, 0):
-                return container
+    def _failed_container(self, *, since: datetime) -> str | None:
+        """A container (``<pod>/<container>``) that exited with an error after ``since`` and was restarted.
+
+        Init containers are left out: ``wait-for-airflow-migrations`` exits and is restarted while the
+        migration job runs longer than its wait, as the chart intends. A failure before ``since`` (a
+        container that was failing already) is not this deploy's.
+        """
+        for pod in self._pods(check=True):
+            for status in pod.get("status", {}).get("containerStatuses") or []:
+                ended = (status.get("lastState") or {}).get("terminated") or {}
+                finished = ended.get("finishedAt")
+                if ended.get("exitCode", 0) != 0 and finished and _timestamp(finished) >= since:
+                    return f"{pod['metadata']['name']}/{status['name']}"
         return None
 
     def _failure_log(self, failed: str) -> str:
@@ -279,21 +294,9 @@ class AirflowDeployment:
         indented = "\n".join(f"    {line}" for line in tail or ["(none)"])
         return f"\n  its last log lines before it failed:\n{indented}"
 
-    def _restarts(self) -> dict[str, int]:
-        """Each container of the release's pods (``<pod>/<container>``, init containers too): its restarts."""
-        pods = self._pods()
-        return {
-            f"{pod['metadata']['name']}/{status['name']}": int(status.get("restartCount", 0))
-            for pod in pods
-            for status in [
-                *(pod.get("status", {}).get("initContainerStatuses") or []),
-                *(pod.get("status", {}).get("containerStatuses") or []),
-            ]
-        }
-
-    def _pods(self) -> list[dict[str, Any]]:
-        """The release namespace's pods, as kubectl lists them; none when it cannot."""
-        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=False)
+    def _pods(self, *, check: bool = False) -> list[dict[str, Any]]:
+        """The release namespace's pods, as kubectl lists them; none when it cannot, unless ``check``."""
+        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=check)
         try:
             return list(json.loads(listing)["items"])
         except (json.JSONDecodeError, KeyError):
@@ -309,13 +312,12 @@ class AirflowDeployment:
         argv += [f"--kubeconfig={self.config.kubeconfig}", *args]
         return subprocess.run(argv, capture_output=True, text=True, check=False)
 
-    def wait_ready(self, restarts_before: dict[str, int] | None = None) -> None:
+    def wait_ready(self, *, since: datetime | None = None) -> None:
         """Until every workload of the release is rolled out; else raise naming the pod and its log.
 
-        Stops as soon as a container of the release failed since ``restarts_before`` (by default, since
-        this call).
+        Stops as soon as a container of the release failed after ``since`` (by default, this call).
         """
-        before = self._restarts() if restarts_before is None else restarts_before
+        since = since or datetime.now(UTC)
         deadline = time.monotonic() + ROLLOUT_TIMEOUT_SECONDS
         waiting = list(WORKLOADS)
         while waiting:
@@ -336,7 +338,7 @@ class AirflowDeployment:
             if rollout.returncode == 0:
                 waiting.pop(0)
                 continue
-            failing = self._failed_container(before)
+            failing = self._failed_container(since=since)
             if failing is not None:
                 raise ComponentError(
                     f"airflow: {failing} failed while the release rolled out{self._failure_log(failing)}"
@@ -350,6 +352,8 @@ class AirflowDeployment:
     def _diagnosis(self) -> str:
         """The first pod of the release that is not ready, and its last log lines; or nothing."""
         for pod in self._pods():
+            if WORKER_POD_LABEL in pod["metadata"].get("labels", {}):
+                continue  # a task's pod, kept after it failed: not the release's
             status = pod.get("status", {})
             containers = [
                 *(status.get("initContainerStatuses") or []),
@@ -419,6 +423,11 @@ class AirflowDeployment:
     def stop_ui(self, port: int) -> None:
         """Stop serving the UI on ``port``."""
         processes.stop(name=f"{UI_COMPONENT}-{port}", run_dir=self.config.run_dir)
+
+
+def _timestamp(text: str) -> datetime:
+    """A Kubernetes timestamp (RFC 3339, ``2026-11-27T18:28:36Z``)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _shown(path: Path) -> str:
