@@ -445,7 +445,7 @@ class LocalEnvironment:
         return "\n---\n".join(documents)
 
     def _start_own_components(self) -> None:
-        """Start the S3 endpoint (moto's server); with the node, the manifest mirror and the database."""
+        """Start the S3 endpoint (localenv.s3_server); with the node, the manifest mirror and the database."""
         config = self.config
         if config.real_node:
             config.mirror_dir.mkdir(parents=True, exist_ok=True)
@@ -454,11 +454,13 @@ class LocalEnvironment:
             processes.start(name="mirror", argv=mirror, log_dir=config.logs_dir, run_dir=config.run_dir)
             self.postgres().start()
         argv = [
-            str(Path(_python()).parent / "moto_server"),
-            "-H",
+            _python(),
+            "-m",
+            "localenv.s3_server",
+            "--host",
             # Every address, for the runner pods on the bridge; the guard lets only lo and the bridge in.
             "0.0.0.0" if config.real_node else "127.0.0.1",
-            "-p",
+            "--port",
             str(config.ports.s3),
         ]
         processes.start(name="s3", argv=argv, log_dir=config.logs_dir, run_dir=config.run_dir)
