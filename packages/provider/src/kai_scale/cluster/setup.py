@@ -22,6 +22,7 @@ from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai, labels
 from kai_scale_model.installs import INSTALLS_FILE, ChartInstall, Installs, InstallsError, installs_from
+from kai_scale_model.waiting import wait_for
 
 STAGE_CRD = "stages.kwok.x-k8s.io"
 NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
@@ -216,6 +217,20 @@ def _apply_release(
     return cluster.apply(_infrastructure(documents, placement))
 
 
+def _wait_for_crd(cluster: ClusterHook, crd: str, *, owner: str) -> None:
+    """Wait until a CRD the setup applied is served; SetupError after CRD_TIMEOUT_SECONDS."""
+    wait_for(
+        lambda: cluster.crd_established(crd),
+        until=bool,
+        what=f"{owner}'s CRD {crd} established",
+        timeout=CRD_TIMEOUT_SECONDS,
+        interval=1,
+        error=lambda _: SetupError(
+            f"{owner}'s CRD {crd} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
+        ),
+    )
+
+
 def install_kwok(
     cluster: ClusterHook, *, installs: Installs, sources: Sources, placement: Placement
 ) -> list[str]:
@@ -231,10 +246,7 @@ def install_kwok(
     else:
         applied = _apply_release(cluster, kwok.manifests, sources=sources, placement=placement)
         # Its stages, applied next, need their CRD served.
-        if not cluster.wait_for_crd(STAGE_CRD, timeout_seconds=CRD_TIMEOUT_SECONDS):
-            raise SetupError(
-                f"KWOK's CRD {STAGE_CRD} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
-            )
+        _wait_for_crd(cluster, STAGE_CRD, owner="KWOK")
         lines.append(f"installed KWOK {kwok.version}: {len(applied)} objects")
     stages = _apply_release(
         cluster, kwok.stages, sources=sources, placement=placement, leave_out=set(kwok.delete_stages)
@@ -281,10 +293,7 @@ def size_node_pool(
     if not cluster.crd_exists(NODEPOOL_CRD):
         operator = installs.kwok_operator
         _apply_release(cluster, operator.manifests, sources=sources, placement=placement)
-        if not cluster.wait_for_crd(NODEPOOL_CRD, timeout_seconds=CRD_TIMEOUT_SECONDS):
-            raise SetupError(
-                f"kwok-operator's CRD {NODEPOOL_CRD} was applied, not established in {CRD_TIMEOUT_SECONDS} s"
-            )
+        _wait_for_crd(cluster, NODEPOOL_CRD, owner="kwok-operator")
         lines.append(f"installed kwok-operator {operator.version}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     annotations = dict(((current or {}).get("metadata") or {}).get("annotations") or {})
@@ -456,13 +465,18 @@ def free_gpus(
         f"with their {pods} pods",
         f"deleted {workload} workload pods left by an earlier scenario",
     ]
-    deadline = clock() + timeout
-    while (still_held := sum(h.count for h in cluster.gpu_holders(GPU_RESOURCE))) and clock() < deadline:
-        sleep(2)
-    if still_held:
-        raise SetupError(
-            f"{still_held} {GPU_RESOURCE} still held {timeout:.0f} s after removing the leftovers"
-        )
+    wait_for(
+        lambda: sum(h.count for h in cluster.gpu_holders(GPU_RESOURCE)),
+        until=lambda held: held == 0,
+        what=f"every {GPU_RESOURCE} free",
+        timeout=timeout,
+        interval=2,
+        error=lambda held: SetupError(
+            f"{held} {GPU_RESOURCE} still held {timeout:.0f} s after removing the leftovers"
+        ),
+        clock=clock,
+        sleep=sleep,
+    )
     return [*lines, f"all {GPU_RESOURCE} free before {scenario}"]
 
 
@@ -512,14 +526,17 @@ def _delete_node_pool(cluster: ClusterHook, *, node_count: int) -> None:
         )
     # As long as wait_for_nodes gives them to appear: the operator deletes one node per API call.
     timeout = POOL_DELETION_TIMEOUT_SECONDS + 0.1 * node_count
-    deadline = time.monotonic() + timeout
-    while cluster.names(api_version="v1", kind="Node", selector=pool_nodes):
-        if time.monotonic() > deadline:
-            raise SetupError(
-                f"NodePool {NODEPOOL_NAME}, scaled to 0 to be deleted, still has nodes ({pool_nodes}) "
-                f"after {timeout:.0f} s: check kwok-operator's log"
-            )
-        time.sleep(2)
+    wait_for(
+        lambda: cluster.names(api_version="v1", kind="Node", selector=pool_nodes),
+        until=lambda nodes: not nodes,
+        what=f"the nodes of NodePool {NODEPOOL_NAME} deleted",
+        timeout=timeout,
+        interval=2,
+        error=lambda _: SetupError(
+            f"NodePool {NODEPOOL_NAME}, scaled to 0 to be deleted, still has nodes ({pool_nodes}) "
+            f"after {timeout:.0f} s: check kwok-operator's log"
+        ),
+    )
     cluster.delete(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
     cluster.drop_finalizers(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)
 

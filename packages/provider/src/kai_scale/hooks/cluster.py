@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
 from kai_scale.cluster.helm import HelmTarget
-from kai_scale.hooks.cluster_errors import ApiError, Gone, KindNotServed, NotFound, api_errors
+from kai_scale.hooks.cluster_errors import Gone, KindNotServed, NotFound, api_errors
+from kai_scale_model.waiting import Deadline
 
 FIELD_MANAGER = "kai-scale-pipeline"
 NODE_PAGE = 500
@@ -144,19 +144,19 @@ class ClusterHook(KubernetesHook):
             return False
         return True
 
-    def wait_for_crd(self, name: str, *, timeout_seconds: float) -> bool:
-        """Wait until the CustomResourceDefinition is Established; False at the deadline."""
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            with suppress(ApiError), self._api(f"read CustomResourceDefinition {name}"):
+    def crd_established(self, name: str) -> bool:
+        """Whether the CustomResourceDefinition is Established (served); False when it does not exist."""
+        try:
+            with self._api(f"read CustomResourceDefinition {name}"):
                 crd = self.extensions_client.read_custom_resource_definition(name)
-                conditions = crd.status.conditions or []
-                if any(c.type == "Established" and c.status == "True" for c in conditions):
-                    # The dynamic client learned the served kinds before this one existed.
-                    self.dynamic.resources.invalidate_cache()
-                    return True
-            time.sleep(1)
-        return False
+        except NotFound:
+            return False
+        conditions = (crd.status.conditions if crd.status else None) or []
+        if not any(c.type == "Established" and c.status == "True" for c in conditions):
+            return False
+        # The dynamic client learned the served kinds before this one existed.
+        self.dynamic.resources.invalidate_cache()
+        return True
 
     def _resource(self, api_version: str, kind: str) -> Any:
         return self.dynamic.resources.get(api_version=api_version, kind=kind)
@@ -274,9 +274,9 @@ class ClusterHook(KubernetesHook):
         deadline, whichever is first.
         """
         core = self.core_v1_client
-        deadline = time.monotonic() + timeout_seconds
+        deadline = Deadline(seconds=timeout_seconds)
         nodes, resource_version = self._list_nodes(core, selector=selector, resource=resource)
-        while sum(nodes.values()) < count and (remaining := deadline - time.monotonic()) > 0:
+        while sum(nodes.values()) < count and (remaining := deadline.remaining()) > 0:
             stream = watch.Watch().stream(
                 core.list_node,
                 label_selector=selector,
