@@ -22,13 +22,13 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kai_scale.cluster import helm
 from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster.chart_values import Profile
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import Sources
 from kai_scale.cluster.tasks import setup_step
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.helm import HelmHook, run
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.installs import ChartInstall
 from localenv.environment import LocalEnvironment
@@ -93,9 +93,9 @@ def helm_worker(local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch, tm
 
 def _helm(*args: str) -> str:
     """Run helm on the cluster of the pipeline's Kubernetes connection."""
-    with ClusterHook(conn_id="kubernetes_default").cli_kubeconfig() as kubeconfig:
+    with HelmHook(conn_id="kubernetes_default").cli_kubeconfig() as kubeconfig:
         assert kubeconfig is not None, "the local environment's connection names its kubeconfig"
-        return helm.run(["helm", *args, "--kubeconfig", kubeconfig])
+        return run(["helm", *args, "--kubeconfig", kubeconfig])
 
 
 def _releases(namespace: str) -> dict[str, dict[str, Any]]:
@@ -194,15 +194,21 @@ def _installs(
 
 @pytest.mark.usefixtures("helm_worker")
 def test_monitoring_charts_are_installed_once_then_left_as_they_are(
-    tmp_path: Path, release_namespace: str, cluster: ClusterHook
+    tmp_path: Path, release_namespace: str
 ) -> None:
     charts = _monitoring_charts(tmp_path, release_namespace)
 
     first = cluster_setup.install_monitoring(
-        cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
+        helm=HelmHook(conn_id="kubernetes_default"),
+        installs=_installs(charts),
+        sources=Sources(),
+        placement=Placement(),
     )
     second = cluster_setup.install_monitoring(
-        cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
+        helm=HelmHook(conn_id="kubernetes_default"),
+        installs=_installs(charts),
+        sources=Sources(),
+        placement=Placement(),
     )
 
     assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
@@ -216,13 +222,13 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
 
 @pytest.mark.usefixtures("helm_worker")
 def test_a_release_the_values_profile_turns_off_is_not_installed(
-    tmp_path: Path, release_namespace: str, cluster: ClusterHook
+    tmp_path: Path, release_namespace: str
 ) -> None:
     """As the local profile turns Pyroscope off: the setup says so and installs the rest."""
     charts = _monitoring_charts(tmp_path, release_namespace)
 
     lines = cluster_setup.install_monitoring(
-        cluster,
+        helm=HelmHook(conn_id="kubernetes_default"),
         installs=_installs(charts, profile="local", turned_off=frozenset({"pyroscope"})),
         sources=Sources(),
         placement=Placement(),
@@ -244,7 +250,7 @@ def test_an_inline_kubeconfig_is_a_private_file_for_the_command_only(
         "AIRFLOW_CONN_KUBE_INLINE",
         json.dumps({"conn_type": "kubernetes", "extra": {"kube_config": text, "in_cluster": False}}),
     )
-    with ClusterHook(conn_id="kube_inline").cli_kubeconfig() as kubeconfig:
+    with HelmHook(conn_id="kube_inline").cli_kubeconfig() as kubeconfig:
         assert kubeconfig is not None
         path = Path(kubeconfig)
         assert path.read_text() == text
@@ -275,6 +281,7 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
         )
         lines = cluster_setup.install_fake_gpu_operator(
             cluster,
+            helm=HelmHook(conn_id="kubernetes_default"),
             installs=_installs({"fake-gpu-operator": fake_gpu_operator}).pins,
             sources=Sources(),
             placement=Placement(),
@@ -304,10 +311,12 @@ def test_helm_uses_the_connections_cluster_context(
     monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    with ClusterHook(conn_id="kube_context") as cluster:
-        lines = cluster_setup.install_monitoring(
-            cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
-        )
+    lines = cluster_setup.install_monitoring(
+        helm=HelmHook(conn_id="kube_context"),
+        installs=_installs(charts),
+        sources=Sources(),
+        placement=Placement(),
+    )
 
     assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
     assert set(_releases(release_namespace)) == {"kube-prometheus-stack", "pyroscope"}

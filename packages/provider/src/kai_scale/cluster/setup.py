@@ -16,10 +16,12 @@ from typing import Any
 
 import yaml
 
-from kai_scale.cluster import chart_values, helm
+from kai_scale.cluster import chart_values
 from kai_scale.cluster.placement import Placement, placed
 from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.helm import HelmHook, helm_available
+from kai_scale.hooks.helm_commands import Chart
 from kai_scale_model import kai, labels
 from kai_scale_model.installs import INSTALLS_FILE, ChartInstall, Installs, InstallsError, installs_from
 from kai_scale_model.waiting import wait_for
@@ -116,7 +118,7 @@ def preflight(cluster: ClusterHook) -> Inventory:
         kwok_installed=cluster.crd_exists(STAGE_CRD),
         nodepool_crd=cluster.crd_exists(NODEPOOL_CRD),
         prometheus_operator=cluster.crd_exists(SERVICE_MONITOR_CRD),
-        helm_on_worker=helm.helm_available(),
+        helm_on_worker=helm_available(),
         existing=existing,
     )
 
@@ -309,10 +311,10 @@ def size_node_pool(
     return lines
 
 
-def _chart(release: str, spec: ChartInstall, *, sources: Sources, placement: Placement) -> helm.Chart:
+def _chart(release: str, spec: ChartInstall, *, sources: Sources, placement: Placement) -> Chart:
     source = sources.resolve(spec.chart)
     repo = sources.resolve(spec.repo).reference if spec.repo else None
-    return helm.Chart(
+    return Chart(
         release=release,
         chart=source.reference,
         version=spec.version,
@@ -325,14 +327,14 @@ def _chart(release: str, spec: ChartInstall, *, sources: Sources, placement: Pla
 
 
 def _require_helm(what: str) -> None:
-    if not helm.helm_available():
+    if not helm_available():
         raise SetupError(
             f"helm is not on the worker's PATH: the setup installs {what} with it; install helm there"
         )
 
 
 def install_fake_gpu_operator(
-    cluster: ClusterHook, *, installs: Installs, sources: Sources, placement: Placement
+    cluster: ClusterHook, *, helm: HelmHook, installs: Installs, sources: Sources, placement: Placement
 ) -> list[str]:
     """The fake GPU operator, which gives the KWOK nodes their GPUs, unless some other install has it."""
     spec = installs.charts[FAKE_GPU_OPERATOR]
@@ -342,9 +344,8 @@ def install_fake_gpu_operator(
         # Installed some other way: helm would refuse to adopt its objects, and it is not ours to change.
         return ["fake GPU operator already installed (not by this pipeline's helm release): left as it is"]
     _require_helm("the fake GPU operator")
-    with cluster.helm_target() as target:
-        chart = _chart(FAKE_GPU_OPERATOR, spec, sources=sources, placement=placement)
-        changed = helm.ensure_release(chart, target=target)
+    chart = _chart(FAKE_GPU_OPERATOR, spec, sources=sources, placement=placement)
+    changed = helm.ensure_release(chart)
     state = "installed" if changed else "up to date"
     lines = [f"{FAKE_GPU_OPERATOR} {spec.version} {state} from {chart.chart}"]
     for deployment in spec.delete_deployments:
@@ -356,8 +357,8 @@ def install_fake_gpu_operator(
 
 
 def install_monitoring(
-    cluster: ClusterHook,
     *,
+    helm: HelmHook,
     installs: DeploymentInstalls,
     sources: Sources,
     placement: Placement,
@@ -386,11 +387,10 @@ def install_monitoring(
     if not releases:
         return lines
     _require_helm("the monitoring stack")
-    with cluster.helm_target() as target:
-        for release in releases:
-            chart = _chart(release, charts[release], sources=sources, placement=placement)
-            changed = helm.ensure_release(chart, target=target)
-            lines.append(f"{release} {charts[release].version} {'installed' if changed else 'up to date'}")
+    for release in releases:
+        chart = _chart(release, charts[release], sources=sources, placement=placement)
+        changed = helm.ensure_release(chart)
+        lines.append(f"{release} {charts[release].version} {'installed' if changed else 'up to date'}")
     return lines
 
 

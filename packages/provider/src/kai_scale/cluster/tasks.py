@@ -14,6 +14,7 @@ from typing import Any
 
 from kai_scale.cluster import kai_setup, setup
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.helm import HelmHook
 from kai_scale.params import check_params
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
@@ -135,6 +136,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
         summary="The fake GPU operator, which reports GPUs on the KWOK nodes.",
         body=lambda cluster, given: setup.install_fake_gpu_operator(
             cluster,
+            helm=HelmHook(conn_id=given.settings.kubernetes_conn_id),
             installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
@@ -143,8 +145,8 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="install_monitoring",
         summary="kube-prometheus-stack and Pyroscope.",
-        body=lambda cluster, given: setup.install_monitoring(
-            cluster,
+        body=lambda _, given: setup.install_monitoring(
+            helm=HelmHook(conn_id=given.settings.kubernetes_conn_id),
             installs=given.installs(),
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,

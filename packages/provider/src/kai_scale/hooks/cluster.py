@@ -7,10 +7,8 @@ Every request runs inside ``cluster_errors.api_errors``: what callers see is the
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Self
@@ -19,7 +17,6 @@ from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
 from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
-from kai_scale.cluster.helm import HelmTarget
 from kai_scale.hooks.cluster_errors import Gone, KindNotServed, NotFound, api_errors
 from kai_scale_model.waiting import Deadline
 
@@ -82,39 +79,6 @@ class ClusterHook(KubernetesHook):
         # kinds of an older cluster at the same URL would be taken as served (and 404 when listed).
         client.resources.invalidate_cache()
         return client
-
-    @contextmanager
-    def cli_kubeconfig(self) -> Iterator[str | None]:
-        """A kubeconfig path for command-line tools (helm) that reaches this connection's cluster.
-
-        The connection's ``kube_config_path``, or its inline ``kube_config`` written to a private file
-        for the duration; None (the tool's own default: in-cluster or ``KUBECONFIG``) when it has
-        neither, as the connection's client does then.
-        """
-        extra = self.conn_extras
-        if extra.get("kube_config_path"):
-            yield str(extra["kube_config_path"])
-            return
-        inline = extra.get("kube_config")
-        if not inline:
-            yield None
-            return
-        text = inline if isinstance(inline, str) else json.dumps(inline)
-        # mkstemp creates the file readable by its owner only: it holds credentials.
-        handle, path = tempfile.mkstemp(prefix="kai-scale-kubeconfig-")
-        try:
-            with os.fdopen(handle, "w") as file:
-                file.write(text)
-            yield path
-        finally:
-            os.unlink(path)
-
-    @contextmanager
-    def helm_target(self) -> Iterator[HelmTarget]:
-        """Where helm reaches this connection's cluster: its kubeconfig and its ``cluster_context``."""
-        context = self.conn_extras.get("cluster_context") or None
-        with self.cli_kubeconfig() as kubeconfig:
-            yield HelmTarget(kubeconfig=kubeconfig, context=context)
 
     def _api(self, what: str) -> AbstractContextManager[None]:
         """Around each request: its errors raised as the pipeline's (``cluster_errors``)."""
