@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from kai_scale.cluster.sources import SOURCE_MIRRORS_VARIABLE, Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.helm import HelmHook, helm_available
 from kai_scale.hooks.helm_commands import Chart
+from kai_scale.hooks.release_manifests import ReleaseManifestError, ReleaseManifestsHook
 from kai_scale_model import kai, labels
 from kai_scale_model.installs import INSTALLS_FILE, ChartInstall, Installs, InstallsError, installs_from
 from kai_scale_model.waiting import wait_for
@@ -172,17 +172,18 @@ def load_manifest(include_dir: Path, name: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all((include_dir / "manifests" / name).read_text()) if doc]
 
 
-def _fetch_manifests(urls: Sequence[str], *, sources: Sources) -> list[dict[str, Any]]:
+def _fetch_manifests(
+    urls: Sequence[str], *, releases: ReleaseManifestsHook, sources: Sources
+) -> list[dict[str, Any]]:
     documents: list[dict[str, Any]] = []
     for url in urls:
         source = sources.resolve(url)
         where = url if source.reference == url else f"{source.reference} (the mirror of {url})"
         try:
-            with urllib.request.urlopen(source.reference, timeout=60) as response:
-                documents += [d for d in yaml.safe_load_all(response.read()) if d]
-        except OSError as error:
+            documents += releases.documents(source.reference)
+        except ReleaseManifestError as error:
             raise SetupError(
-                f"cannot download {where}: {error}; the worker needs to reach it to install it "
+                f"cannot download {where}: {error.reason}; the worker needs to reach it to install it "
                 f"(or a mirror of it: {SOURCE_MIRRORS_VARIABLE})"
             ) from error
     return documents
@@ -203,6 +204,7 @@ def _apply_release(
     cluster: ClusterHook,
     urls: Sequence[str],
     *,
+    releases: ReleaseManifestsHook,
     sources: Sources,
     placement: Placement,
     leave_out: set[str] | None = None,
@@ -213,7 +215,7 @@ def _apply_release(
     """
     documents = [
         d
-        for d in _fetch_manifests(urls, sources=sources)
+        for d in _fetch_manifests(urls, releases=releases, sources=sources)
         if d["metadata"]["name"] not in (leave_out or set())
     ]
     return cluster.apply(_infrastructure(documents, placement))
@@ -234,7 +236,12 @@ def _wait_for_crd(cluster: ClusterHook, crd: str, *, owner: str) -> None:
 
 
 def install_kwok(
-    cluster: ClusterHook, *, installs: Installs, sources: Sources, placement: Placement
+    cluster: ClusterHook,
+    *,
+    releases: ReleaseManifestsHook,
+    installs: Installs,
+    sources: Sources,
+    placement: Placement,
 ) -> list[str]:
     """KWOK and its fast stages, without the stages KAI's setup removes (pod-complete).
 
@@ -246,12 +253,19 @@ def install_kwok(
     if cluster.crd_exists(STAGE_CRD):
         lines.append("KWOK already installed")
     else:
-        applied = _apply_release(cluster, kwok.manifests, sources=sources, placement=placement)
+        applied = _apply_release(
+            cluster, kwok.manifests, releases=releases, sources=sources, placement=placement
+        )
         # Its stages, applied next, need their CRD served.
         _wait_for_crd(cluster, STAGE_CRD, owner="KWOK")
         lines.append(f"installed KWOK {kwok.version}: {len(applied)} objects")
     stages = _apply_release(
-        cluster, kwok.stages, sources=sources, placement=placement, leave_out=set(kwok.delete_stages)
+        cluster,
+        kwok.stages,
+        releases=releases,
+        sources=sources,
+        placement=placement,
+        leave_out=set(kwok.delete_stages),
     )
     lines.append(f"applied KWOK {kwok.version}'s stages: {', '.join(stages)}")
     for stage in kwok.delete_stages:
@@ -284,6 +298,7 @@ def in_runner_namespace(objects: list[dict[str, Any]], namespace: str) -> list[d
 def size_node_pool(
     cluster: ClusterHook,
     *,
+    releases: ReleaseManifestsHook,
     installs: Installs,
     sources: Sources,
     placement: Placement,
@@ -294,7 +309,7 @@ def size_node_pool(
     lines = []
     if not cluster.crd_exists(NODEPOOL_CRD):
         operator = installs.kwok_operator
-        _apply_release(cluster, operator.manifests, sources=sources, placement=placement)
+        _apply_release(cluster, operator.manifests, releases=releases, sources=sources, placement=placement)
         _wait_for_crd(cluster, NODEPOOL_CRD, owner="kwok-operator")
         lines.append(f"installed kwok-operator {operator.version}")
     current = cluster.get(api_version=NODEPOOL[0], kind=NODEPOOL[1], name=NODEPOOL_NAME)

@@ -15,6 +15,7 @@ from typing import Any
 from kai_scale.cluster import kai_setup, setup
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.helm import HelmHook
+from kai_scale.hooks.release_manifests import ReleaseManifestsHook
 from kai_scale.params import check_params
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
@@ -107,6 +108,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
         summary="KWOK and its stages (pod-complete removed).",
         body=lambda cluster, given: setup.install_kwok(
             cluster,
+            releases=ReleaseManifestsHook(),
             installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
@@ -124,6 +126,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
         summary="kwok-operator and managed-nodepool sized for the run.",
         body=lambda cluster, given: setup.size_node_pool(
             cluster,
+            releases=ReleaseManifestsHook(),
             installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
