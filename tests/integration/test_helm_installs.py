@@ -22,11 +22,18 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster.chart_values import Profile
+from kai_scale.cluster.installs import (
+    DeploymentInstalls,
+    install_fake_gpu_operator,
+    install_monitoring,
+    read_installs,
+)
+from kai_scale.cluster.node_pool import NODEPOOL_NAME, wait_for_nodes
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import Sources
 from kai_scale.cluster.tasks import setup_step
+from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.helm import HelmHook, run
 from kai_scale.settings import PipelineSettings
@@ -122,13 +129,13 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     worker's PATH, the mirror and the system nodes' placement are the local deployment's settings.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    namespace = cluster_setup.read_installs(settings.include_dir).charts["fake-gpu-operator"].namespace
+    namespace = read_installs(settings.include_dir).charts["fake-gpu-operator"].namespace
     # A cluster without it and without KWOK nodes, as on a first night (an earlier test or run may
     # have installed it, and left nodes).
     if "fake-gpu-operator" in _releases(namespace):
         _helm("uninstall", "fake-gpu-operator", "-n", namespace, "--wait")
     setup_step("size_node_pool").run(settings=settings, params={"node_count": 0})
-    selector = f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}"
+    selector = f"kwok.x-k8s.io/controller={NODEPOOL_NAME}"
     wait_for(lambda: not core.list_node(label_selector=selector).items, timeout=60, what="no KWOK nodes")
 
     lines = setup_step("install_fake_gpu_operator").run(settings=settings).lines
@@ -150,16 +157,14 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
 
     setup_step("size_node_pool").run(settings=settings, params={"node_count": 2})
     try:
-        assert cluster_setup.wait_for_nodes(cluster, node_count=2, timeout=120) == [
-            "2 nodes Ready with nvidia.com/gpu"
-        ]
-        nodes = core.list_node(label_selector=f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}").items
+        assert wait_for_nodes(cluster, node_count=2, timeout=120) == ["2 nodes Ready with nvidia.com/gpu"]
+        nodes = core.list_node(label_selector=f"kwok.x-k8s.io/controller={NODEPOOL_NAME}").items
         assert [node.status.capacity["nvidia.com/gpu"] for node in nodes] == ["8", "8"], (
             "the operator's topology"
         )
     finally:
         # As the night ends: the pool its setup created goes (kwok-operator deletes its nodes).
-        cluster_setup.teardown(cluster, run_id="fake-gpu-operator-test", existing=None)
+        teardown(cluster, run_id="fake-gpu-operator-test", existing=None)
     assert (
         setup_step("install_fake_gpu_operator")
         .run(settings=settings)
@@ -184,10 +189,10 @@ def _monitoring_charts(root: Path, namespace: str) -> dict[str, ChartInstall]:
 
 def _installs(
     charts: dict[str, ChartInstall], *, profile: str = "default", turned_off: frozenset[str] = frozenset()
-) -> cluster_setup.DeploymentInstalls:
+) -> DeploymentInstalls:
     """The shipped installs.yaml with ``charts``, under a values profile that turns ``turned_off`` off."""
-    return cluster_setup.DeploymentInstalls(
-        pins=cluster_setup.read_installs(REPO / "include").model_copy(update={"charts": charts}),
+    return DeploymentInstalls(
+        pins=read_installs(REPO / "include").model_copy(update={"charts": charts}),
         chart_values=Profile(name=profile, values={}, turned_off=turned_off),
     )
 
@@ -198,13 +203,13 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
 ) -> None:
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    first = cluster_setup.install_monitoring(
+    first = install_monitoring(
         helm=HelmHook(conn_id="kubernetes_default"),
         installs=_installs(charts),
         sources=Sources(),
         placement=Placement(),
     )
-    second = cluster_setup.install_monitoring(
+    second = install_monitoring(
         helm=HelmHook(conn_id="kubernetes_default"),
         installs=_installs(charts),
         sources=Sources(),
@@ -227,7 +232,7 @@ def test_a_release_the_values_profile_turns_off_is_not_installed(
     """As the local profile turns Pyroscope off: the setup says so and installs the rest."""
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    lines = cluster_setup.install_monitoring(
+    lines = install_monitoring(
         helm=HelmHook(conn_id="kubernetes_default"),
         installs=_installs(charts, profile="local", turned_off=frozenset({"pyroscope"})),
         sources=Sources(),
@@ -279,7 +284,7 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
         fake_gpu_operator = ChartInstall.model_validate(
             {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}
         )
-        lines = cluster_setup.install_fake_gpu_operator(
+        lines = install_fake_gpu_operator(
             cluster,
             helm=HelmHook(conn_id="kubernetes_default"),
             installs=_installs({"fake-gpu-operator": fake_gpu_operator}).pins,
@@ -311,7 +316,7 @@ def test_helm_uses_the_connections_cluster_context(
     monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    lines = cluster_setup.install_monitoring(
+    lines = install_monitoring(
         helm=HelmHook(conn_id="kube_context"),
         installs=_installs(charts),
         sources=Sources(),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kai_scale.cluster import kai_rollout, kai_tuning
-from kai_scale.cluster.setup import SetupError
+from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model.waiting import wait_for
 
