@@ -19,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,15 @@ UI_COMPONENT = "airflow-ui"
 # Where the task logs go (values.yaml's remote_base_log_folder), for the tests' reading.
 TASK_LOGS_PREFIX = "airflow-logs/"
 ROLLOUT_TIMEOUT_SECONDS = 600
+# How helm begins its refusal of values that the chart's values.schema.json does not allow.
+SCHEMA_REFUSAL = "values don't meet the specifications of the schema"
 HELM_TIMEOUT = "15m"
+# How often a deploy looks at the release's pods: a container that failed since the deploy began stops
+# it there (a database it cannot reach, a setting it refuses) instead of after HELM_TIMEOUT; Airflow's
+# services fail within seconds of losing their database, its migration job only after minutes.
+POLL_SECONDS = 10
+# The label KubernetesExecutor gives its worker pods, in the release's namespace beside its services.
+WORKER_POD_LABEL = "kubernetes_executor"
 # How long the REST client waits for an api-server that does not answer (a restarting pod).
 RECONNECT_SECONDS = 180
 # Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
@@ -71,14 +80,22 @@ class Overrides:
     """Settings of every Airflow container and worker pod."""
     config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """airflow.cfg values by section."""
+    api_server_env: Mapping[str, str] = field(default_factory=dict)
+    """The api-server's own settings (the chart's ``apiServer.env``): changing them restarts no other pod."""
 
 
 class AirflowDeployment:
     """The Airflow release of one local environment."""
 
-    def __init__(self, environment: LocalEnvironment) -> None:
+    def __init__(
+        self, environment: LocalEnvironment, values: tuple[Path, ...] = (VALUES, LOCAL_VALUES)
+    ) -> None:
         self.environment = environment
         self.config = environment.config
+        self.values = values
+        """The values files, in helm's order: the one a user starts from, then the local overlay."""
+        self.overrides = Overrides()
+        """What the last ``deploy`` gave the release over the local overlay."""
 
     # ---- install ---------------------------------------------------------------------------------
     def deploy(self, overrides: Overrides | None = None) -> bool:
@@ -88,9 +105,10 @@ class AirflowDeployment:
         """
         if not self.config.real_node:
             raise ComponentError("airflow: the deployment needs the real node (KAI_LOCALENV_REAL_NODE=1)")
+        self.overrides = overrides or Overrides()
         image = self.environment.built_images().airflow_image
-        generated = self._write_machine_values(image, overrides or Overrides())
-        values = (VALUES, LOCAL_VALUES, generated)
+        generated = self._write_machine_values(image, self.overrides)
+        values = (*self.values, generated)
         secrets_manifest = self._secrets_manifest()
         inputs = [path.read_bytes() for path in values] + [
             secrets_manifest.encode(),
@@ -103,8 +121,9 @@ class AirflowDeployment:
             return False
         self.environment.kubectl("apply", "-f", "-", input_text=secrets_manifest)
         self._create_keys_once()
-        self._helm_upgrade(values)
-        self.wait_ready()
+        started = datetime.now(UTC)
+        self._helm_upgrade(values, started)
+        self.wait_ready(since=started)
         record.write_text(digest)
         return True
 
@@ -123,6 +142,10 @@ class AirflowDeployment:
         }
         if overrides.config:
             values["config"] = {section: dict(options) for section, options in overrides.config.items()}
+        if overrides.api_server_env:
+            values["apiServer"] = {
+                "env": [{"name": name, "value": value} for name, value in overrides.api_server_env.items()]
+            }
         path = self.config.home / "airflow-values-machine.yaml"
         path.write_text(yaml.safe_dump(values, sort_keys=False))
         return path
@@ -179,7 +202,7 @@ class AirflowDeployment:
             )
         return str(yaml.safe_dump(flat))
 
-    def _helm_upgrade(self, values: tuple[Path, ...]) -> None:
+    def _helm_upgrade(self, values: tuple[Path, ...], started: datetime) -> None:
         registry = self.environment.registry().address
         log_path = self.config.logs_dir / "airflow-helm.log"
         argv = [
@@ -198,17 +221,86 @@ class AirflowDeployment:
         ]
         chart = f"chart {AIRFLOW_CHART.version}"
         print(f"airflow: helm upgrade --install {RELEASE} ({chart}; log: {log_path})", flush=True)
-        with log_path.open("a") as log:
+        errors_path = self.config.logs_dir / "airflow-helm.stderr"
+        with log_path.open("a") as log, errors_path.open("w+") as errors:
             log.write(f"$ {' '.join(argv)}\n")
             log.flush()
-            result = subprocess.run(argv, stdout=log, stderr=subprocess.PIPE, text=True, check=False)
-            log.write(result.stderr)
-        if result.returncode != 0:
-            said = result.stderr.strip().splitlines()
+            helm = subprocess.Popen(argv, stdout=log, stderr=errors, text=True)
+            failing = self._wait_for_helm(helm, started)
+            errors.seek(0)
+            stderr = errors.read()
+            log.write(stderr)
+        if failing is not None:
+            raise ComponentError(
+                f"airflow: {failing} failed during helm's install or upgrade; helm was stopped, the release "
+                f"is marked failed ({log_path}){self._failure_log(failing)}"
+            )
+        if helm.returncode != 0:
+            said = stderr.strip().splitlines()
+            if any(SCHEMA_REFUSAL in line for line in said):
+                # helm checks the values against the chart's schema before it changes anything.
+                files = ", ".join(_shown(path) for path in values)
+                refusals = "; ".join(line.removeprefix("- ") for line in said if line.startswith("- "))
+                raise ComponentError(
+                    f"airflow: the chart {AIRFLOW_CHART.version} refuses the values of {files}: "
+                    f"{refusals or said[-1]} (release unchanged; {log_path})"
+                )
             raise ComponentError(
                 f"airflow: helm upgrade of the chart failed: {said[-1] if said else 'no message'} "
                 f"({log_path}){self._diagnosis()}"
             )
+
+    def _wait_for_helm(self, helm: subprocess.Popen[str], started: datetime) -> str | None:
+        """Until helm ends; or, once a container of the release failed, stop it: ``<pod>/<container>``.
+
+        helm would wait ``HELM_TIMEOUT`` for a migration job that cannot reach its database; stopped
+        (SIGTERM), it marks the release failed, and the next upgrade starts from there.
+        """
+        while True:
+            try:
+                helm.wait(timeout=POLL_SECONDS)
+                return None
+            except subprocess.TimeoutExpired:
+                failing = self._failed_container(since=started)
+                if failing is not None:
+                    helm.terminate()
+                    try:
+                        helm.wait(timeout=120)
+                    except subprocess.TimeoutExpired:
+                        helm.kill()  # the release then stays pending-upgrade: helm rollback clears it
+                        helm.wait()
+                    return failing
+
+    def _failed_container(self, *, since: datetime) -> str | None:
+        """A container (``<pod>/<container>``) that exited with an error after ``since`` and was restarted.
+
+        Init containers are left out: ``wait-for-airflow-migrations`` exits and is restarted while the
+        migration job runs longer than its wait, as the chart intends. A failure before ``since`` (a
+        container that was failing already) is not this deploy's.
+        """
+        for pod in self._pods(check=True):
+            for status in pod.get("status", {}).get("containerStatuses") or []:
+                ended = (status.get("lastState") or {}).get("terminated") or {}
+                finished = ended.get("finishedAt")
+                if ended.get("exitCode", 0) != 0 and finished and _timestamp(finished) >= since:
+                    return f"{pod['metadata']['name']}/{status['name']}"
+        return None
+
+    def _failure_log(self, failed: str) -> str:
+        """The last log lines of a failed container (``<pod>/<container>``): those before it was restarted."""
+        pod, _, container = failed.partition("/")
+        logs = ("-n", NAMESPACE, "logs", pod, f"--container={container}", "--previous", "--tail=15")
+        tail = [line for line in self.environment.kubectl(*logs, check=False).splitlines() if line.strip()]
+        indented = "\n".join(f"    {line}" for line in tail or ["(none)"])
+        return f"\n  its last log lines before it failed:\n{indented}"
+
+    def _pods(self, *, check: bool = False) -> list[dict[str, Any]]:
+        """The release namespace's pods, as kubectl lists them; none when it cannot, unless ``check``."""
+        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=check)
+        try:
+            return list(json.loads(listing)["items"])
+        except (json.JSONDecodeError, KeyError):
+            return []
 
     def _release_deployed(self) -> bool:
         result = self._helm("status", "--output=json")
@@ -220,39 +312,48 @@ class AirflowDeployment:
         argv += [f"--kubeconfig={self.config.kubeconfig}", *args]
         return subprocess.run(argv, capture_output=True, text=True, check=False)
 
-    def wait_ready(self) -> None:
-        """Until every workload of the release is rolled out; else raise naming the pod and its log."""
+    def wait_ready(self, *, since: datetime | None = None) -> None:
+        """Until every workload of the release is rolled out; else raise naming the pod and its log.
+
+        Stops as soon as a container of the release failed after ``since`` (by default, this call).
+        """
+        since = since or datetime.now(UTC)
         deadline = time.monotonic() + ROLLOUT_TIMEOUT_SECONDS
-        for workload in WORKLOADS:
-            remaining = max(1, int(deadline - time.monotonic()))
-            result = subprocess.run(
+        waiting = list(WORKLOADS)
+        while waiting:
+            rollout = subprocess.run(
                 [
                     str(self.config.bin_dir / "kubectl"),
                     f"--kubeconfig={self.config.kubeconfig}",
                     f"--namespace={NAMESPACE}",
                     "rollout",
                     "status",
-                    workload,
-                    f"--timeout={remaining}s",
+                    waiting[0],
+                    f"--timeout={POLL_SECONDS}s",
                 ],
                 capture_output=True,
                 text=True,
                 check=False,
             )
-            if result.returncode != 0:
+            if rollout.returncode == 0:
+                waiting.pop(0)
+                continue
+            failing = self._failed_container(since=since)
+            if failing is not None:
                 raise ComponentError(
-                    f"airflow: {workload} is not ready after {ROLLOUT_TIMEOUT_SECONDS} s: "
-                    f"{result.stderr.strip() or result.stdout.strip()}{self._diagnosis()}"
+                    f"airflow: {failing} failed while the release rolled out{self._failure_log(failing)}"
+                )
+            if time.monotonic() > deadline:
+                raise ComponentError(
+                    f"airflow: {waiting[0]} is not ready after {ROLLOUT_TIMEOUT_SECONDS} s: "
+                    f"{rollout.stderr.strip() or rollout.stdout.strip()}{self._diagnosis()}"
                 )
 
     def _diagnosis(self) -> str:
         """The first pod of the release that is not ready, and its last log lines; or nothing."""
-        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=False)
-        try:
-            pods = json.loads(listing)["items"]
-        except (json.JSONDecodeError, KeyError):
-            return ""
-        for pod in pods:
+        for pod in self._pods():
+            if WORKER_POD_LABEL in pod["metadata"].get("labels", {}):
+                continue  # a task's pod, kept after it failed: not the release's
             status = pod.get("status", {})
             containers = [
                 *(status.get("initContainerStatuses") or []),
@@ -322,6 +423,16 @@ class AirflowDeployment:
     def stop_ui(self, port: int) -> None:
         """Stop serving the UI on ``port``."""
         processes.stop(name=f"{UI_COMPONENT}-{port}", run_dir=self.config.run_dir)
+
+
+def _timestamp(text: str) -> datetime:
+    """A Kubernetes timestamp (RFC 3339, ``2026-11-27T18:28:36Z``)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _shown(path: Path) -> str:
+    """A path as the user knows it: relative to the checkout when it is in it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 def _answers(url: str) -> bool:

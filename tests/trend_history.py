@@ -4,7 +4,7 @@ Nightly runs at 500 nodes, written the way ``publish_results`` writes them: the 
 pipeline's own functions (results document, run summary, verdicts judged by ``judge_run`` against the
 runs before, ``publish_run``), so the view is tested on what the pipeline publishes, not on a copy of
 its format: by its unit tests (``tests/unit/provider/views/test_published_history.py``) and in the
-browser (``tests/integration/test_trend_view.py``).
+browser (``tests/integration/airflow_deployment/test_trend_view.py``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from kai_scale.dag_factory import build_nightly_dag
 from kai_scale.object_keys import manifest_key, published_keys
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
-from localenv import postgres
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.conftest import REPO
@@ -38,12 +37,6 @@ def migrate_airflow_db() -> None:
         capture_output=True,
         timeout=300,
     )
-
-
-def own_database(local_env: LocalEnvironment, name: str) -> str:
-    """A fresh metadata database ``name`` on the local PostgreSQL, for an Airflow of a test's own: its URL."""
-    local_env.postgres().recreate_database(name)
-    return postgres.url(host="127.0.0.1", port=local_env.config.ports.postgres, database=name)
 
 
 def include_dir_with(tmp_path: Path, scenarios: dict[str, dict[str, Any]]) -> Path:

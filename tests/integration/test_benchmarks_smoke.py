@@ -46,7 +46,7 @@ def test_every_benchmark_script_has_a_smoke_test() -> None:
         "dag_parse.py",
         "publish.py",
         "load_generator.py",
-        # on the night of test_airflow_deployment.py, which it reads (--run-id)
+        # on the night of airflow_deployment/test_release.py, which it reads (--run-id)
         "pipeline_overhead.py",
         "local_env.py",
         "change_points.py",

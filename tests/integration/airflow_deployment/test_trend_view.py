@@ -1,22 +1,21 @@
-"""The trend view as a person uses it: Airflow's api-server with the plugin, in headless Chromium.
+"""The trend view as a person uses it: the deployed api-server with the plugin, in headless Chromium.
 
 A small history (passes, a failed scenario, a regression: ``trend_history``) is published to the S3
-endpoint the way the pipeline publishes; an ``airflow api-server`` of the test's own serves Airflow's
-UI with the plugin, on a metadata database of its own on the local PostgreSQL; Debian's chromium,
-driven through its chromedriver, signs in on Airflow's login page and goes through Runs, Trends and
-One run. Screenshots go to each test's output directory (``tmp_path``). The S3 endpoint is the local
-environment's (its bucket, under a prefix of the test's own).
+endpoint the way the pipeline publishes, under a prefix of the test's own; the package's Airflow
+release (the official chart, conftest.py) is upgraded so that its api-server reads that prefix
+(``KAI_SCALE_RESULTS_PREFIX``, the api-server's own setting: no other pod restarts), and a viewer is
+added through FAB's API as an admin adds one. Debian's chromium, driven through its
+chromedriver, signs in on Airflow's login page and goes through Runs, Trends and One run. Screenshots
+go to each test's output directory (``tmp_path``).
 
-test_airflow_deployment.py checks that the chart-deployed api-server serves the view and its assets.
+The api-server reads the history's prefix until the release is removed: this module runs after
+test_release.py, whose nights the view shows from the release's own prefix.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import dataclasses
 import secrets
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,9 +35,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
+from localenv.airflow import AirflowApi, AirflowDeployment
 from localenv.demo import VIEW_RUN_PATH
 from localenv.environment import LocalEnvironment
-from tests.integration.airflow_env import own_database
 from tests.trend_history import (
     FAILED_RUN,
     FAILURE_REASON,
@@ -51,7 +50,8 @@ from tests.trend_history import (
 )
 from tests.waiting import free_ports, wait_for
 
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
+pytestmark = pytest.mark.restarts_local_env
+
 S3_VARIABLES = (
     "AWS_ENDPOINT_URL_S3",
     "AWS_ACCESS_KEY_ID",
@@ -61,6 +61,8 @@ S3_VARIABLES = (
     "KAI_SCALE_RESULTS_BUCKET",
 )
 USER = "scale-reader"
+# The role that lets a user see "Scale tests" in Airflow's nav (docs/trend-view.md#who-sees-it).
+PLUGINS_READER = "Plugins reader"
 VIEW = "/scale-tests"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -94,68 +96,63 @@ def history(store: ResultsBucketHook) -> Iterator[PublishedHistory]:
 
 @dataclass(frozen=True, kw_only=True)
 class AirflowUI:
-    """The running api-server and the user who may read the DAG's runs."""
+    """The deployed api-server on loopback and the user who may read the DAG's runs."""
 
     url: str
-    """Its address, ``http://127.0.0.1:<port>``."""
+    """Its address, ``http://localhost:<port>``."""
     password: str
-    """``USER``'s password (simple auth manager, role viewer)."""
-    log: Path
-    """The api-server's log."""
+    """``USER``'s password (FAB's roles Viewer and PLUGINS_READER)."""
 
 
 @pytest.fixture(scope="module")
-def airflow_ui(
-    local_env: LocalEnvironment,
-    s3_exports: dict[str, str],
-    history: PublishedHistory,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[AirflowUI]:
-    """``airflow api-server`` on a fresh metadata database, with this repository's plugin, on a free port."""
-    home = tmp_path_factory.mktemp("trend-view-airflow")
-    password = secrets.token_urlsafe(12)
-    (home / "passwords.json").write_text(json.dumps({USER: password}))
-    (port,) = free_ports(1)
-    env = {
-        **os.environ,
-        **s3_exports,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": own_database(local_env, "airflow_view_tests"),
-        "KAI_SCALE_RESULTS_PREFIX": history.prefix,
-        # A viewer: reading the DAG's runs is all the view asks for.
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:viewer",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
-    }
-    subprocess.run([AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
-    log = home / "api-server.log"
-    with log.open("ab") as output:
-        server = subprocess.Popen(
-            [AIRFLOW, "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+def airflow_ui(airflow_deployment: AirflowDeployment, history: PublishedHistory) -> Iterator[AirflowUI]:
+    """The release's api-server reading the history's prefix, served on a free port, and a viewer."""
+    airflow_deployment.deploy(
+        dataclasses.replace(
+            airflow_deployment.overrides, api_server_env={"KAI_SCALE_RESULTS_PREFIX": history.prefix}
         )
-    ui = AirflowUI(url=f"http://127.0.0.1:{port}", password=password, log=log)
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{ui.url}/api/v2/monitor/health", timeout=5).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    )
+    (port,) = free_ports(1)
+    url = airflow_deployment.serve_ui(port)
+    password = secrets.token_urlsafe(12)
+    admin = AirflowApi(url)
     try:
-        wait_for(healthy, timeout=180, what=f"the api-server to answer (log: {log})", interval=1)
-        yield ui
+        _add_viewer(admin, password)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        admin.close()
+    yield AirflowUI(url=url, password=password)
+    airflow_deployment.stop_ui(port)
+
+
+def _add_viewer(admin: AirflowApi, password: str) -> None:
+    """USER, with FAB's role Viewer and PLUGINS_READER, added through FAB's API as an admin adds one.
+
+    Viewer reads the DAGs and their runs, which the view asks for; Airflow's UI lists a plugin's
+    pages in its nav only for who may read the plugins, which Viewer may not.
+    """
+    admin.login()
+    fab = f"{admin.base_url}/auth/fab/v1"
+    headers = {"Authorization": f"Bearer {admin.token}"}
+    reads_plugins = {"action": {"name": "can_read"}, "resource": {"name": "Plugins"}}
+    role = httpx.post(
+        f"{fab}/roles", headers=headers, json={"name": PLUGINS_READER, "actions": [reads_plugins]}, timeout=60
+    )
+    assert role.status_code in (200, 201, 409), role.text  # 409: an earlier run added it
+    httpx.delete(f"{fab}/users/{USER}", headers=headers, timeout=60)  # 404 unless an earlier run added it
+    added = httpx.post(
+        f"{fab}/users",
+        headers=headers,
+        json={
+            "username": USER,
+            "password": password,
+            "email": f"{USER}@example.com",
+            "first_name": "Scale",
+            "last_name": "Reader",
+            "roles": [{"name": "Viewer"}, {"name": PLUGINS_READER}],
+        },
+        timeout=60,
+    )
+    assert added.status_code in (200, 201), added.text
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +185,7 @@ def signed_in(browser: webdriver.Chrome, airflow_ui: AirflowUI) -> webdriver.Chr
     )
     browser.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(USER)
     browser.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(airflow_ui.password)
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    browser.find_element(By.CSS_SELECTOR, "[type=submit]").click()
     wait_for(lambda: browser.get_cookie("_token"), timeout=30, what="Airflow's session cookie")
     return browser
 

@@ -5,36 +5,36 @@ the local overlay: api-server, scheduler, dag-processor, triggerer and statsd on
 metadata database in the local PostgreSQL outside the cluster, KubernetesExecutor worker pods, task
 logs in S3. Each night is triggered through the deployed api-server's REST API, as make demo does.
 
-The environment is restarted first, so the cluster holds what a cluster admin installed (KAI, built
-from source) and nothing of the pipeline's: the first night's setup installs KWOK, kwok-operator, the
-fake GPU operator and the monitoring stack from their pinned sources (the local mirror), the second
-finds them. Runs with the other tests that restart the environment, after every other test (the
-restarted cluster has a new CA). The deployed api-server refuses bad confs: bad values by Airflow's
-own check of the params, an unknown key by the plugin's trigger guard.
+The cluster is bare (conftest.py): the first night's setup installs KWOK, kwok-operator, the fake GPU
+operator and the monitoring stack from their pinned sources (the local mirror), the second finds them.
+The deployed api-server refuses bad confs: bad values by Airflow's own check of the params, an unknown
+key by the plugin's trigger guard.
 
-The nights meet what a deployment meets (docs/reliability.md). In the first, the scheduler pod is
-killed and the worker pod of ``sanity-fill-cluster`` deleted while its runner runs, and the scheduler
-comes back only once that runner finished: the retry adopts its outputs. Then the worker pod of
-``whole-gpu-pending-background`` is deleted while its runner runs (the retry reattaches to it) and
-PostgreSQL is restarted while the retry waits. In the second, KAI's scheduler is off: its one scenario
-fails, KAI is switched on, and clearing that scenario through the REST API re-runs only it; the
-published entry is replaced in place. test_trend_view.py (the browser) still runs an Airflow of its own.
+The nights meet what a deployment meets (docs/reliability.md). In the first, the scheduler and the
+worker of ``sanity-fill-cluster`` are killed (SIGKILL to their processes) while its runner runs, and a
+scheduler comes back only once that runner finished: the retry adopts its outputs. Then the worker of
+``whole-gpu-pending-background`` is killed while its runner runs (the retry reattaches to it) and
+PostgreSQL is restarted while the retry waits. In the second, KAI's scheduler is switched off once the
+setup tuned KAI: the one scenario does not run (the run is published incomplete), KAI is switched on,
+and clearing that scenario through the REST API re-runs it and what follows it; the published entry is
+replaced in place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
 import httpx
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from kai_scale.metrics.profile import load_profile
@@ -44,15 +44,25 @@ from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
 from kai_scale_model import labels
 from localenv import settings as localenv_settings
-from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment, Overrides
+from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment
+from localenv.airflow import RELEASE as AIRFLOW_RELEASE
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
 from localenv.node import NODE_NAME, SYSTEM_NODE_LABEL
+from localenv.processes import ComponentError
 from tests.conftest import REPO
+from tests.integration.airflow_deployment.cluster_state import (
+    INFRASTRUCTURE_DEPLOYMENTS,
+    INFRASTRUCTURE_RELEASES,
+    BareCluster,
+    infrastructure,
+    release_statuses,
+    releases,
+)
 from tests.integration.airflow_env import published_run, read_json
 from tests.integration.real_kai import switch_scheduler
-from tests.waiting import free_ports, wait_for
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.restarts_local_env, pytest.mark.usefixtures("s3_from_this_machine")]
 
@@ -62,13 +72,6 @@ ADOPTED, REATTACHED = "sanity-fill-cluster", "whole-gpu-pending-background"
 FIRST_NIGHT = (ADOPTED, REATTACHED)
 # The second night's point is finding the first's setup, and a cleared scenario: one keeps it short.
 SECOND_NIGHT = ("sanity-fill-cluster",)
-# Deployment settings of the release under test, as an operator would tune them: a lost worker's retry
-# starts within seconds (the runner it reattaches to is still running), and a scheduler counts a killed
-# one dead, and resets its tasks, within half a minute instead of five.
-FAULT_TUNING = Overrides(
-    env={"KAI_SCALE_RETRY_DELAY_SECONDS": "5"},
-    config={"scheduler": {"scheduler_health_check_threshold": "20", "orphaned_tasks_check_interval": "10"}},
-)
 ALL_SCENARIOS = {path.stem for path in (REPO / "include" / "scenarios").glob("*.yaml")}
 # The entries KAI's suite writes for each scenario's specs (test/e2e/scale/kwok_test.go).
 SUITE_TESTS = {
@@ -80,77 +83,8 @@ SUITE_TESTS = {
         "Fill Cluster with single GPU Jobs with 400 pending tasks in background",
     },
 }
-# What the night's setup installs as infrastructure (and its teardown keeps).
-INFRASTRUCTURE_RELEASES = {"fake-gpu-operator", "kube-prometheus-stack"}
-INFRASTRUCTURE_DEPLOYMENTS = {"kwok-controller", "kwok-operator-kwok-operator"}
 # A Go duration as KAI's suite writes it (time.Duration's String()), e.g. "1m2.5s" or "13.3s".
 GO_DURATION = re.compile(r"^(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)$")
-
-
-@dataclass(frozen=True)
-class BareCluster:
-    """The restarted cluster before the first night: the pipeline's infrastructure and KAI's release."""
-
-    infrastructure: dict[str, str]
-    kai_revision: str
-
-
-@pytest.fixture(scope="module", autouse=True)
-def bare_cluster(local_env: LocalEnvironment) -> BareCluster:
-    """The environment restarted: KAI installed as an admin installs it, nothing of the pipeline's.
-
-    Autouse, so it comes before the module's Airflow release (the restart would take it away).
-    """
-    local_env.down()
-    local_env.up(node_count=0)
-    local_env.install_kai()  # a no-op unless the environment runs without KAI (KAI_LOCALENV_KAI=0)
-    return BareCluster(infrastructure=_infrastructure(local_env), kai_revision=_releases(local_env)[RELEASE])
-
-
-@pytest.fixture(scope="module")
-def core(bare_cluster: BareCluster, local_env: LocalEnvironment) -> client.CoreV1Api:
-    """A client of the restarted cluster (the session's trusts the CA of the cluster before it)."""
-    configuration = client.Configuration()
-    config.load_kube_config(config_file=str(local_env.config.kubeconfig), client_configuration=configuration)
-    return client.CoreV1Api(client.ApiClient(configuration))
-
-
-@pytest.fixture(scope="module")
-def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[None]:
-    """boto3 in this process reads the local bucket (the published run, the task logs)."""
-    exports = local_env.exports()
-    with pytest.MonkeyPatch.context() as patch:
-        for name in (
-            "AWS_ENDPOINT_URL_S3",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_DEFAULT_REGION",
-        ):
-            patch.setenv(name, exports[name])
-        yield
-
-
-@pytest.fixture(scope="module")
-def airflow_deployment(local_env: LocalEnvironment, bare_cluster: BareCluster) -> Iterator[AirflowDeployment]:
-    """Airflow as make demo deploys it, with FAULT_TUNING: the official chart, on the local PostgreSQL.
-
-    Removed after the module: its services poll the database and probe themselves all the time, a
-    load the other tests' measurements on this 2-CPU machine should not carry.
-    """
-    deployment = AirflowDeployment(local_env)
-    deployment.deploy(FAULT_TUNING)
-    yield deployment
-    deployment.uninstall()
-
-
-@pytest.fixture(scope="module")
-def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
-    """The deployment's REST API through its UI's port on loopback, logged in as its first user."""
-    (port,) = free_ports(1)
-    api = AirflowApi(airflow_deployment.serve_ui(port))
-    yield api
-    api.close()
-    airflow_deployment.stop_ui(port)
 
 
 def _pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
@@ -174,6 +108,67 @@ def test_the_chart_runs_airflow_on_the_system_node_with_the_database_outside(
     assert "executor = KubernetesExecutor" in config_map
     # Airflow's tables are in the PostgreSQL this machine runs, not in a file of a pod.
     assert int(local_env.postgres().query("SELECT count(*) FROM alembic_version")) == 1
+
+
+def test_values_the_chart_refuses_stop_the_deploy_naming_them_and_change_nothing(
+    airflow_deployment: AirflowDeployment, local_env: LocalEnvironment, tmp_path: Path
+) -> None:
+    """A team's values file with a setting of the wrong type, refused by the chart's values.schema.json."""
+    team = tmp_path / "values-team.yaml"
+    team.write_text("scheduler:\n  replicas: one\n")
+    revision = releases(local_env)[AIRFLOW_RELEASE]
+    with_team_values = AirflowDeployment(local_env, values=(*airflow_deployment.values, team))
+    with pytest.raises(ComponentError) as refused:
+        with_team_values.deploy(airflow_deployment.overrides)
+    said = str(refused.value)
+    assert said.startswith(
+        "airflow: the chart 1.21.0 refuses the values of deploy/airflow/values.yaml, "
+        f"deploy/airflow/values-local.yaml, {team}, "
+    ), said
+    assert ": at '/scheduler/replicas': got string, want integer (release unchanged; " in said
+    assert releases(local_env)[AIRFLOW_RELEASE] == revision
+    assert airflow_deployment.deploy(airflow_deployment.overrides) is False, "the release is as it was"
+
+
+@pytest.mark.timeout(1500)  # the services' recovery from the database's absence takes minutes
+def test_an_upgrade_that_cannot_reach_the_database_stops_naming_the_failing_pod_and_its_log(
+    airflow_deployment: AirflowDeployment, local_env: LocalEnvironment, core: client.CoreV1Api
+) -> None:
+    """PostgreSQL down during an upgrade (a new setting of the api-server's).
+
+    Airflow's services exit within seconds of losing their database: the deploy stops at the first
+    container that failed after it began, naming it and its last log lines, instead of waiting out
+    helm's 15 minutes for the migration job. The release is marked failed; with the database back and
+    the services up again, the next deploy upgrades it.
+    """
+    upgrade = dataclasses.replace(
+        airflow_deployment.overrides, api_server_env={"KAI_SCALE_UPGRADE_TEST": "database down"}
+    )
+    database = local_env.postgres()
+    database.stop()
+    try:
+        with pytest.raises(ComponentError) as stopped:
+            airflow_deployment.deploy(upgrade)
+    finally:
+        database.start()
+    said = str(stopped.value)
+    named = r"airflow: airflow-[-\w]+/[-\w]+ failed during helm's install or upgrade; helm was stopped"
+    assert re.match(named, said), said
+    port = local_env.config.ports.postgres
+    assert f'connection to server at "{local_env.config.pod_network.gateway}", port {port} failed' in said
+    assert release_statuses(local_env)[AIRFLOW_RELEASE] == "failed"
+    wait_for(lambda: _all_ready(core), timeout=600, what="Airflow's services to come back with the database")
+    assert airflow_deployment.deploy(upgrade) is True
+
+
+def _all_ready(core: client.CoreV1Api) -> bool:
+    """Whether every pod of the release but its finished jobs has all its containers ready."""
+    for pod in core.list_namespaced_pod(NAMESPACE).items:
+        if pod.status.phase == "Succeeded" or pod.metadata.deletion_timestamp is not None:
+            continue
+        if not all(status.ready for status in pod.status.container_statuses or []):
+            return False
+    return True
 
 
 def _trigger(api: AirflowApi, conf: dict[str, Any]) -> httpx.Response:
@@ -222,7 +217,7 @@ class Night:
     """The pipeline's run id, under which it published."""
     infrastructure: dict[str, str]
     lost_runners: dict[str, client.V1Pod]
-    """By scenario: the runner pod that ran while the scenario's worker pod was deleted."""
+    """By scenario: the runner pod that ran while the scenario's worker was killed."""
     failed_entry: dict[str, Any] | None
     """The manifest entry of the run before a failed scenario of it was cleared."""
 
@@ -255,7 +250,7 @@ def nights(
             instances=instances,
             summary=summary,
             pipeline_run_id=_check_night(scenarios, state, instances, summary, local_env),
-            infrastructure=_infrastructure(local_env),
+            infrastructure=infrastructure(local_env),
             lost_runners=lost_runners,
             failed_entry=failed_entry,
         )
@@ -272,14 +267,16 @@ def _lose_workers(
 ) -> dict[str, client.V1Pod]:
     """The first night's faults, each while a runner runs; the runner pods of the lost workers.
 
-    ADOPTED: the scheduler pod is killed and the worker killed; the scheduler comes back once the
-    runner finished. REATTACHED: the worker is killed; PostgreSQL restarts while the retry waits.
+    ADOPTED: the scheduler and the worker are killed; a scheduler comes back once the runner finished
+    and counts the killed one dead. REATTACHED: the worker is killed; PostgreSQL restarts while the
+    retry waits.
     """
     adopted = _runner_in(core, ADOPTED, "Running")
     worker = _running_worker(api, run_id, ADOPTED)
+    (scheduler,) = _pods(core, "scheduler")
+    # Killed, so that its job is never ended; then held down (scaling down alone would stop it cleanly).
+    _kill_processes(local_env, scheduler.metadata.name, container="scheduler")
     local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=0")
-    for pod in _pods(core, "scheduler"):
-        core.delete_namespaced_pod(pod.metadata.name, NAMESPACE, grace_period_seconds=0)
     _kill_worker(local_env, core, worker)
     _runner_in(core, ADOPTED, "Succeeded")
     local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1")
@@ -299,7 +296,7 @@ def _kill_worker(local_env: LocalEnvironment, core: client.CoreV1Api, pod: str) 
     Deleting the pod would not do: its task is told (SIGTERM) and stops its runner pod on the way out,
     as it must when a person marks the task failed.
     """
-    local_env.kubectl("exec", f"--namespace={NAMESPACE}", pod, "--", "bash", "-c", "kill -9 -1", check=False)
+    _kill_processes(local_env, pod, container="base")
 
     def failed() -> bool:
         try:
@@ -308,6 +305,21 @@ def _kill_worker(local_env: LocalEnvironment, core: client.CoreV1Api, pod: str) 
             return bool(error.status == 404)
 
     wait_for(failed, timeout=60, what=f"the killed worker pod {pod} to fail", interval=1)
+
+
+def _kill_processes(local_env: LocalEnvironment, pod: str, *, container: str) -> None:
+    """SIGKILL to every process of the container but its init (dumb-init, which then exits too)."""
+    local_env.kubectl(
+        "exec",
+        f"--namespace={NAMESPACE}",
+        pod,
+        f"--container={container}",
+        "--",
+        "bash",
+        "-c",
+        "kill -9 -1",
+        check=False,
+    )
 
 
 def _runner_in(core: client.CoreV1Api, scenario: str, phase: str) -> client.V1Pod:
@@ -336,13 +348,11 @@ def _running_worker(api: AirflowApi, run_id: str, scenario: str, *, try_number: 
 def _failed_then_cleared(
     api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnvironment
 ) -> tuple[str, dict[str, Any]]:
-    """The second night: its scenario fails while KAI's scheduler is off; cleared once it is on again.
+    """The second night: its scenario does not run while KAI's scheduler is off; cleared once it is on.
 
-    The setup tunes KAI first (waiting for KAI's rollout), so KAI is switched off after it.
-
-    The first try's run is published as a failure; the clear (as an engineer does it from the UI)
-    re-runs the scenario with the setup, metrics, publishing and teardown. The run's id and the
-    manifest entry of the failure.
+    The setup tunes KAI first (waiting for KAI's rollout), so KAI is switched off after it. The run is
+    published incomplete; the clear (as an engineer does it from the UI) re-runs the scenario with the
+    setup, metrics, publishing and teardown. The run's id and the manifest entry of the first try.
     """
     (scenario,) = SECOND_NIGHT
     task = scenario_task_id(scenario)
@@ -361,7 +371,7 @@ def _failed_then_cleared(
     wait_for(
         lambda: api.get(f"{run_path(run_id)}/taskInstances/{task}")["state"] == "failed",
         timeout=1500,
-        what=f"{task} to fail without KAI's scheduler",
+        what=f"{task} to fail: its scenario does not run without KAI's scheduler",
         interval=3,
     )
     switch_scheduler(local_env, core, enabled=True)
@@ -369,7 +379,7 @@ def _failed_then_cleared(
     summary = run_summary(api, run_id)
     assert summary is not None
     (failed_entry,) = published_run(str(summary["run_id"]))["entries"]
-    assert failed_entry["status"] == "failure"
+    assert (failed_entry["status"], failed_entry["not_run_scenarios"]) == ("incomplete", [scenario])
 
     cleared = api.request(
         "POST",
@@ -402,7 +412,7 @@ def test_two_nights_on_a_bare_cluster_both_run_the_suite_and_the_second_finds_th
         f"deployment/{name}" for name in INFRASTRUCTURE_DEPLOYMENTS
     }
     assert second.infrastructure == first.infrastructure, "the same objects at the same revisions: kept"
-    assert _releases(local_env)[RELEASE] == bare_cluster.kai_revision, "KAI's release is the admin's"
+    assert releases(local_env)[RELEASE] == bare_cluster.kai_revision, "KAI's release is the admin's"
     assert first_id != second_id
     published = published_run(second_id)
     assert [run["run_id"] for run in published["manifest_runs"]] == [first_id, second_id], "history kept"
@@ -421,6 +431,11 @@ def test_a_lost_worker_is_retried_onto_its_runner_pod_and_nothing_is_measured_tw
     assert first.summary is not None
     tries = {entry["scenario"]: entry["try_number"] for entry in first.summary["scenarios"]}
     s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    # One at a time, in the order of their names (docs/reliability.md), the retries included.
+    adopted_task, reattached_task = (
+        first.instances[scenario_task_id(name)] for name in (ADOPTED, REATTACHED)
+    )
+    assert adopted_task["end_date"] <= reattached_task["start_date"]
     for scenario in first.lost_runners:
         task = first.instances[scenario_task_id(scenario)]
         assert (task["state"], task["try_number"]) == ("success", 2), scenario
@@ -439,10 +454,10 @@ def test_a_lost_worker_is_retried_onto_its_runner_pod_and_nothing_is_measured_tw
     assert "reattached to the runner of try 1" in log
 
 
-def test_a_cleared_scenario_reruns_alone_and_replaces_the_failure_in_place(
+def test_a_cleared_scenario_reruns_and_replaces_its_runs_entry_in_place(
     nights: tuple[Night, Night],
 ) -> None:
-    """The second night, failed without KAI's scheduler, then cleared: one entry, now a success."""
+    """The second night, incomplete without KAI's scheduler, then cleared: one entry, now a success."""
     second = nights[1]
     (scenario,) = second.scenarios
     task = second.instances[scenario_task_id(scenario)]
@@ -451,7 +466,7 @@ def test_a_cleared_scenario_reruns_alone_and_replaces_the_failure_in_place(
     assert second.failed_entry is not None
     published = published_run(second.pipeline_run_id)
     (entry,) = published["entries"]  # _check_night: a success
-    assert entry["path"] == second.failed_entry["path"], "the failure's entry, updated in place"
+    assert entry["path"] == second.failed_entry["path"], "the first try's entry, updated in place"
 
 
 def _pause(api: AirflowApi, *, paused: bool) -> None:
@@ -631,23 +646,6 @@ def _check_only_the_infrastructure_is_left(local_env: LocalEnvironment, run_id: 
     assert suites.strip() == "", "no namespace of KAI's suite"
 
 
-def _releases(local_env: LocalEnvironment) -> dict[str, str]:
-    """Every helm release of the cluster, by name: its revision."""
-    listed = subprocess.run(
-        [
-            str(local_env.config.helm_dir / "helm"),
-            "list",
-            "--all-namespaces",
-            "--output=json",
-            f"--kubeconfig={local_env.config.kubeconfig}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return {release["name"]: str(release["revision"]) for release in json.loads(listed.stdout)}
-
-
 def _suite_results_as_written(
     summary: dict[str, Any], scenarios: tuple[str, ...], suite_tests: set[str]
 ) -> list[dict[str, Any]]:
@@ -661,23 +659,3 @@ def _suite_results_as_written(
             written += read_json(key)["tests"]
     assert {test["test_name"] for test in written} == suite_tests, written
     return written
-
-
-def _infrastructure(local_env: LocalEnvironment) -> dict[str, str]:
-    """The pipeline's infrastructure: helm releases by revision, labelled Deployments by uid."""
-    found = {
-        f"release/{name}": revision
-        for name, revision in _releases(local_env).items()
-        if name in INFRASTRUCTURE_RELEASES
-    }
-    deployments = local_env.kubectl(
-        "get",
-        "deployments",
-        "--all-namespaces",
-        f"--selector={labels.ROLE}={labels.INFRASTRUCTURE}",
-        "--output=jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{'\\n'}{end}",
-    )
-    for line in deployments.split():
-        name, _, uid = line.partition("=")
-        found[f"deployment/{name}"] = uid
-    return found

@@ -1,0 +1,87 @@
+"""Airflow as its users run it, deployed once for this package's modules on a restarted, bare cluster.
+
+The environment is restarted first, so the cluster holds what a cluster admin installed (KAI, built
+from source) and nothing of the pipeline's; then the official chart 1.21.0 is installed as make demo
+installs it (deploy/airflow/values.yaml, the local overlay) with RELEASE_TUNING. The modules run with
+the other tests that restart the environment, after every other test (the restarted cluster has a new
+CA); the release is removed after the last of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client, config
+
+from localenv.airflow import AirflowApi, AirflowDeployment, Overrides
+from localenv.environment import LocalEnvironment
+from localenv.kai import RELEASE
+from tests.integration.airflow_deployment.cluster_state import BareCluster, infrastructure, releases
+from tests.waiting import free_ports
+
+# Deployment settings of the release under test, as an operator would tune them: a lost worker's retry
+# starts within seconds (the runner it reattaches to is still running), and a scheduler counts a killed
+# one dead, and resets its tasks, within half a minute instead of five.
+RELEASE_TUNING = Overrides(
+    env={"KAI_SCALE_RETRY_DELAY_SECONDS": "5"},
+    config={"scheduler": {"scheduler_health_check_threshold": "20", "orphaned_tasks_check_interval": "10"}},
+)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def bare_cluster(local_env: LocalEnvironment) -> BareCluster:
+    """The environment restarted: KAI installed as an admin installs it, nothing of the pipeline's.
+
+    Autouse, so it comes before the package's Airflow release (the restart would take it away).
+    """
+    local_env.down()
+    local_env.up(node_count=0)
+    local_env.install_kai()  # a no-op unless the environment runs without KAI (KAI_LOCALENV_KAI=0)
+    return BareCluster(infrastructure=infrastructure(local_env), kai_revision=releases(local_env)[RELEASE])
+
+
+@pytest.fixture(scope="package")
+def core(bare_cluster: BareCluster, local_env: LocalEnvironment) -> client.CoreV1Api:
+    """A client of the restarted cluster (the session's trusts the CA of the cluster before it)."""
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(local_env.config.kubeconfig), client_configuration=configuration)
+    return client.CoreV1Api(client.ApiClient(configuration))
+
+
+@pytest.fixture(scope="package")
+def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[None]:
+    """boto3 in this process reads the local bucket (the published run, the task logs)."""
+    exports = local_env.exports()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in (
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_DEFAULT_REGION",
+        ):
+            patch.setenv(name, exports[name])
+        yield
+
+
+@pytest.fixture(scope="package")
+def airflow_deployment(local_env: LocalEnvironment, bare_cluster: BareCluster) -> Iterator[AirflowDeployment]:
+    """Airflow as make demo deploys it, with RELEASE_TUNING: the official chart, on the local PostgreSQL.
+
+    Removed after the package: its services poll the database and probe themselves all the time, a
+    load the other tests' measurements on this 2-CPU machine should not carry.
+    """
+    deployment = AirflowDeployment(local_env)
+    deployment.deploy(RELEASE_TUNING)
+    yield deployment
+    deployment.uninstall()
+
+
+@pytest.fixture(scope="package")
+def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
+    """The deployment's REST API through its UI's port on loopback, logged in as its first user."""
+    (port,) = free_ports(1)
+    api = AirflowApi(airflow_deployment.serve_ui(port))
+    yield api
+    api.close()
+    airflow_deployment.stop_ui(port)
