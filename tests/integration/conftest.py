@@ -11,8 +11,8 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster.tasks import setup_step
+from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.settings import PipelineSettings
@@ -197,7 +197,7 @@ def prepared_cluster(airflow_on_local_env: dict[str, str]) -> None:
     setup_step("install_fake_gpu_operator").run(settings=settings)
     # Ended as a night ends: its teardown removes the pool it created; the operators stay.
     with ClusterHook(conn_id="kubernetes_default") as cluster:
-        cluster_setup.teardown(cluster, run_id="prepared-cluster", existing=None)
+        teardown(cluster, run_id="prepared-cluster", existing=None)
 
 
 @pytest.fixture

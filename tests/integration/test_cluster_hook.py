@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster.runner_access import prepare_runner_access
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai
 from localenv.environment import LocalEnvironment
@@ -71,7 +71,7 @@ def test_the_runner_may_do_what_the_workload_and_the_suite_do_and_no_more(
     local_env: LocalEnvironment, verb: str, resource: str, namespace: str | None, allowed: bool
 ) -> None:
     with ClusterHook(conn_id="kubernetes_default") as cluster:
-        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
+        prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
     scope = ["-n", namespace] if namespace else []
     answer = local_env.kubectl("auth", "can-i", verb, resource, *scope, f"--as={RUNNER}", check=False)
     assert answer.strip() == ("yes" if allowed else "no")
@@ -117,7 +117,7 @@ def test_the_runners_cluster_wide_writes_stay_in_the_suites_namespaces(
     ordinary one; the suite's namespaces carry ``app=engine-e2e``.
     """
     with ClusterHook(conn_id="kubernetes_default") as cluster:
-        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
+        prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
     suite_namespace = f"kai-probe-{uuid.uuid4().hex[:8]}"
     core.create_namespace(_namespace_object(suite_namespace, {**SUITE_NAMESPACE_LABEL, TEST_LABEL: "true"}))
     try:
@@ -190,7 +190,7 @@ def test_the_runner_deletes_only_the_suites_cluster_wide_objects(
     Queues are the exception: the suite's cleanup deletes every Queue, KAI's default ones included.
     """
     with ClusterHook(conn_id="kubernetes_default") as cluster:
-        cluster_setup.prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
+        prepare_runner_access(cluster, include_dir=REPO / "include", namespace="kai-scale")
     probe = f"kai-probe-{uuid.uuid4().hex[:8]}"
     classes = {
         f"{probe}-other": {TEST_LABEL: "true"},

@@ -22,13 +22,20 @@ import pytest
 import yaml
 from kubernetes import client
 
-from kai_scale.cluster import helm
-from kai_scale.cluster import setup as cluster_setup
 from kai_scale.cluster.chart_values import Profile
+from kai_scale.cluster.installs import (
+    DeploymentInstalls,
+    install_fake_gpu_operator,
+    install_monitoring,
+    read_installs,
+)
+from kai_scale.cluster.node_pool import NODEPOOL_NAME, wait_for_nodes
 from kai_scale.cluster.placement import Placement
 from kai_scale.cluster.sources import Sources
 from kai_scale.cluster.tasks import setup_step
+from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.helm import HelmHook, run
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.installs import ChartInstall
 from localenv.environment import LocalEnvironment
@@ -93,9 +100,9 @@ def helm_worker(local_env: LocalEnvironment, monkeypatch: pytest.MonkeyPatch, tm
 
 def _helm(*args: str) -> str:
     """Run helm on the cluster of the pipeline's Kubernetes connection."""
-    with ClusterHook(conn_id="kubernetes_default").cli_kubeconfig() as kubeconfig:
+    with HelmHook(conn_id="kubernetes_default").cli_kubeconfig() as kubeconfig:
         assert kubeconfig is not None, "the local environment's connection names its kubeconfig"
-        return helm.run(["helm", *args, "--kubeconfig", kubeconfig])
+        return run(["helm", *args, "--kubeconfig", kubeconfig])
 
 
 def _releases(namespace: str) -> dict[str, dict[str, Any]]:
@@ -122,13 +129,13 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
     worker's PATH, the mirror and the system nodes' placement are the local deployment's settings.
     """
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
-    namespace = cluster_setup.read_installs(settings.include_dir).charts["fake-gpu-operator"].namespace
+    namespace = read_installs(settings.include_dir).charts["fake-gpu-operator"].namespace
     # A cluster without it and without KWOK nodes, as on a first night (an earlier test or run may
     # have installed it, and left nodes).
     if "fake-gpu-operator" in _releases(namespace):
         _helm("uninstall", "fake-gpu-operator", "-n", namespace, "--wait")
     setup_step("size_node_pool").run(settings=settings, params={"node_count": 0})
-    selector = f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}"
+    selector = f"kwok.x-k8s.io/controller={NODEPOOL_NAME}"
     wait_for(lambda: not core.list_node(label_selector=selector).items, timeout=60, what="no KWOK nodes")
 
     lines = setup_step("install_fake_gpu_operator").run(settings=settings).lines
@@ -150,16 +157,14 @@ def test_the_real_fake_gpu_operator_gives_the_kwok_nodes_their_gpus(
 
     setup_step("size_node_pool").run(settings=settings, params={"node_count": 2})
     try:
-        assert cluster_setup.wait_for_nodes(cluster, node_count=2, timeout=120) == [
-            "2 nodes Ready with nvidia.com/gpu"
-        ]
-        nodes = core.list_node(label_selector=f"kwok.x-k8s.io/controller={cluster_setup.NODEPOOL_NAME}").items
+        assert wait_for_nodes(cluster, node_count=2, timeout=120) == ["2 nodes Ready with nvidia.com/gpu"]
+        nodes = core.list_node(label_selector=f"kwok.x-k8s.io/controller={NODEPOOL_NAME}").items
         assert [node.status.capacity["nvidia.com/gpu"] for node in nodes] == ["8", "8"], (
             "the operator's topology"
         )
     finally:
         # As the night ends: the pool its setup created goes (kwok-operator deletes its nodes).
-        cluster_setup.teardown(cluster, run_id="fake-gpu-operator-test", existing=None)
+        teardown(cluster, run_id="fake-gpu-operator-test", existing=None)
     assert (
         setup_step("install_fake_gpu_operator")
         .run(settings=settings)
@@ -184,25 +189,31 @@ def _monitoring_charts(root: Path, namespace: str) -> dict[str, ChartInstall]:
 
 def _installs(
     charts: dict[str, ChartInstall], *, profile: str = "default", turned_off: frozenset[str] = frozenset()
-) -> cluster_setup.DeploymentInstalls:
+) -> DeploymentInstalls:
     """The shipped installs.yaml with ``charts``, under a values profile that turns ``turned_off`` off."""
-    return cluster_setup.DeploymentInstalls(
-        pins=cluster_setup.read_installs(REPO / "include").model_copy(update={"charts": charts}),
+    return DeploymentInstalls(
+        pins=read_installs(REPO / "include").model_copy(update={"charts": charts}),
         chart_values=Profile(name=profile, values={}, turned_off=turned_off),
     )
 
 
 @pytest.mark.usefixtures("helm_worker")
 def test_monitoring_charts_are_installed_once_then_left_as_they_are(
-    tmp_path: Path, release_namespace: str, cluster: ClusterHook
+    tmp_path: Path, release_namespace: str
 ) -> None:
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    first = cluster_setup.install_monitoring(
-        cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
+    first = install_monitoring(
+        helm=HelmHook(conn_id="kubernetes_default"),
+        installs=_installs(charts),
+        sources=Sources(),
+        placement=Placement(),
     )
-    second = cluster_setup.install_monitoring(
-        cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
+    second = install_monitoring(
+        helm=HelmHook(conn_id="kubernetes_default"),
+        installs=_installs(charts),
+        sources=Sources(),
+        placement=Placement(),
     )
 
     assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
@@ -216,13 +227,13 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
 
 @pytest.mark.usefixtures("helm_worker")
 def test_a_release_the_values_profile_turns_off_is_not_installed(
-    tmp_path: Path, release_namespace: str, cluster: ClusterHook
+    tmp_path: Path, release_namespace: str
 ) -> None:
     """As the local profile turns Pyroscope off: the setup says so and installs the rest."""
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    lines = cluster_setup.install_monitoring(
-        cluster,
+    lines = install_monitoring(
+        helm=HelmHook(conn_id="kubernetes_default"),
         installs=_installs(charts, profile="local", turned_off=frozenset({"pyroscope"})),
         sources=Sources(),
         placement=Placement(),
@@ -244,7 +255,7 @@ def test_an_inline_kubeconfig_is_a_private_file_for_the_command_only(
         "AIRFLOW_CONN_KUBE_INLINE",
         json.dumps({"conn_type": "kubernetes", "extra": {"kube_config": text, "in_cluster": False}}),
     )
-    with ClusterHook(conn_id="kube_inline").cli_kubeconfig() as kubeconfig:
+    with HelmHook(conn_id="kube_inline").cli_kubeconfig() as kubeconfig:
         assert kubeconfig is not None
         path = Path(kubeconfig)
         assert path.read_text() == text
@@ -273,8 +284,9 @@ def test_a_changed_set_value_upgrades_a_release_at_its_pinned_version(
         fake_gpu_operator = ChartInstall.model_validate(
             {**spec, "set": {"topology.nodePools.default.gpuCount": gpus}}
         )
-        lines = cluster_setup.install_fake_gpu_operator(
+        lines = install_fake_gpu_operator(
             cluster,
+            helm=HelmHook(conn_id="kubernetes_default"),
             installs=_installs({"fake-gpu-operator": fake_gpu_operator}).pins,
             sources=Sources(),
             placement=Placement(),
@@ -304,10 +316,12 @@ def test_helm_uses_the_connections_cluster_context(
     monkeypatch.setenv("AIRFLOW_CONN_KUBE_CONTEXT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
     charts = _monitoring_charts(tmp_path, release_namespace)
 
-    with ClusterHook(conn_id="kube_context") as cluster:
-        lines = cluster_setup.install_monitoring(
-            cluster, installs=_installs(charts), sources=Sources(), placement=Placement()
-        )
+    lines = install_monitoring(
+        helm=HelmHook(conn_id="kube_context"),
+        installs=_installs(charts),
+        sources=Sources(),
+        placement=Placement(),
+    )
 
     assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
     assert set(_releases(release_namespace)) == {"kube-prometheus-stack", "pyroscope"}

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 from kubernetes.dynamic.exceptions import UnprocessibleEntityError
 
-from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.object_keys import run_summary_key
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
@@ -521,7 +521,7 @@ def _tear_down_what_the_run_left() -> None:
 
         def torn_down() -> bool:
             try:
-                cluster_setup.teardown(cluster, run_id="after-the-test", existing=None)
+                teardown(cluster, run_id="after-the-test", existing=None)
             except UnprocessibleEntityError:
                 return False
             return True

@@ -7,8 +7,11 @@ import json
 import pytest
 import yaml
 
-from kai_scale.cluster import setup as cluster_setup
+from kai_scale.cluster.installs import read_installs
+from kai_scale.cluster.inventory import preflight
+from kai_scale.cluster.node_pool import wait_for_nodes
 from kai_scale.cluster.tasks import setup_step
+from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
@@ -18,7 +21,7 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
 
 # What the setup installs, as include/manifests/installs.yaml pins it.
-KWOK = cluster_setup.read_installs(REPO / "include").kwok
+KWOK = read_installs(REPO / "include").kwok
 FAST_STAGES = {"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-delete"}
 SUITE_STAGE = {
     "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -73,7 +76,7 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     # What an older teardown left behind: no stages at all.
     local_env.kubectl("delete", "stages", "--all")
-    inventory = cluster_setup.preflight(cluster)
+    inventory = preflight(cluster)
 
     lines = setup_step("install_kwok").run(settings=settings).lines
 
@@ -83,7 +86,7 @@ def test_teardown_keeps_the_stages_the_setup_installed_and_removes_the_runs(
     assert _stages(local_env) == FAST_STAGES
     local_env.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(SUITE_STAGE))
 
-    cluster_setup.teardown(cluster, run_id="night-1", existing=inventory.existing)
+    teardown(cluster, run_id="night-1", existing=inventory.existing)
 
     assert _stages(local_env) == FAST_STAGES, "the setup's stages stay, the run's own is gone"
     again = setup_step("install_kwok").run(settings=settings).lines
@@ -102,10 +105,10 @@ def test_teardown_deletes_the_pool_its_run_created_with_its_nodes(
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     pool_nodes = ("get", "nodes", "-l", "kwok.x-k8s.io/controller=managed-nodepool", "--output=name")
     setup_step("size_node_pool").run(settings=settings, params={"node_count": node_count})
-    cluster_setup.wait_for_nodes(cluster, node_count=node_count)
+    wait_for_nodes(cluster, node_count=node_count)
     assert len(local_env.kubectl(*pool_nodes).split()) == node_count
 
-    lines = cluster_setup.teardown(cluster, run_id="night-1", existing=None)
+    lines = teardown(cluster, run_id="night-1", existing=None)
 
     assert lines[-1] == "NodePool managed-nodepool deleted (the run created it)"
     assert local_env.kubectl("get", "nodepools", "--output=name") == ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kai_scale.cluster.setup import read_installs
+from kai_scale.cluster.installs import read_installs
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import pins
 from tests.conftest import REPO

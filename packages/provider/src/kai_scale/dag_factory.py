@@ -19,8 +19,8 @@ from airflow.sdk.definitions.taskgroup import TaskGroup
 
 from kai_scale.alerts.wiring import alert_wiring
 from kai_scale.cluster import tasks as cluster_tasks
+from kai_scale.cluster.installs import load_installs
 from kai_scale.cluster.kai_tuning import load_profile as load_tuning_profile
-from kai_scale.cluster.setup import load_installs
 from kai_scale.metrics import task as metrics_task
 from kai_scale.metrics.profile import MetricsProfile, load_profile
 from kai_scale.operators.scenario_pod import ScenarioPodOperator, scenario_task_id

@@ -10,13 +10,13 @@ Deployment running and ready. KAI's operator names that Deployment ``<schedulerN
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from kubernetes.client.rest import ApiException
 
 from kai_scale_model import kai
+from kai_scale_model.waiting import wait_for
 
 # How long a scheduler that is not serving is waited for: the operator recreates its pod when KAI's
 # tuning changes, which the setup has just applied.
@@ -70,10 +70,21 @@ def kai_not_ready_reason(
         if error.status == 404:
             return f"KAI not installed: CRD {kai.QUEUE_CRD} not found"
         raise
-    deadline = time.monotonic() + timeout
-    while True:
-        pods = core.list_namespaced_pod(kai.NAMESPACE, label_selector=f"app={kai.SCHEDULER_APP}").items
-        reason = scheduler_not_serving_reason(pods)
-        if reason is None or time.monotonic() >= deadline:
-            return reason
-        time.sleep(poll)
+    try:
+        wait_for(
+            lambda: scheduler_not_serving_reason(
+                core.list_namespaced_pod(kai.NAMESPACE, label_selector=f"app={kai.SCHEDULER_APP}").items
+            ),
+            until=lambda reason: reason is None,
+            what="KAI's scheduler serving",
+            timeout=timeout,
+            interval=poll,
+            error=_NotServing,
+        )
+    except _NotServing as not_serving:
+        return str(not_serving)
+    return None
+
+
+class _NotServing(Exception):
+    """KAI's scheduler was not serving at the deadline; the message is why."""

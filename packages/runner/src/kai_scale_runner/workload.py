@@ -24,6 +24,7 @@ from kubernetes_asyncio import client, config
 from kai_scale_model import labels
 from kai_scale_model.outcome import TestResult
 from kai_scale_model.scenario import Scenario, WorkloadRun
+from kai_scale_model.waiting import wait_for_async
 from kai_scale_runner.throughput import throughput
 
 log = logging.getLogger(__name__)
@@ -82,13 +83,14 @@ async def _configuration(pool_size: int) -> client.Configuration:
 
 async def _delete_pods(core: client.CoreV1Api, namespace: str, selector: str) -> None:
     await core.delete_collection_namespaced_pod(namespace, label_selector=selector, grace_period_seconds=0)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        remaining = await core.list_namespaced_pod(namespace, label_selector=selector, limit=1)
-        if not remaining.items:
-            return
-        await asyncio.sleep(1)
-    raise RuntimeError(f"workload pods ({selector}) still exist 300 s after deleting them")
+    await wait_for_async(
+        lambda: core.list_namespaced_pod(namespace, label_selector=selector, limit=1),
+        until=lambda remaining: not remaining.items,
+        what=f"workload pods ({selector}) deleted",
+        timeout=300,
+        interval=1,
+        error=lambda _: RuntimeError(f"workload pods ({selector}) still exist 300 s after deleting them"),
+    )
 
 
 async def _watch_bindings(

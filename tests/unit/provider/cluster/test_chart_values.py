@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kai_scale.cluster.chart_values import ChartValuesError, Profile, load_profile
-from kai_scale.cluster.setup import OPTIONAL_RELEASES, load_installs, read_installs
+from kai_scale.cluster.installs import OPTIONAL_RELEASES, load_installs, read_installs
 from tests.conftest import REPO
 
 RELEASES = {"fake-gpu-operator", "kube-prometheus-stack", "pyroscope"}

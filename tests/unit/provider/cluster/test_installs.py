@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kai_scale.cluster.setup import read_installs
+from kai_scale.cluster.installs import read_installs
 from kai_scale_model.installs import INSTALLS_FILE, InstallsError
 from tests.conftest import REPO
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from kai_scale.cluster.kai_setup import KAI_ROLLOUT_POLL_SECONDS, tune_kai
-from kai_scale.cluster.setup import SetupError
+from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
 from tests.conftest import REPO
 from tests.unit.provider.cluster.kai_deployments import kai_deployment, scale_deployments

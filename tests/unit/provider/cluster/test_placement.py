@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from kai_scale.cluster.helm import Chart, HelmTarget, upgrade_install_argv
 from kai_scale.cluster.placement import Placement, main, placed
+from kai_scale.hooks.helm_commands import Chart, HelmTarget, upgrade_install_argv
 
 TOLERATION = {"key": "role", "operator": "Equal", "value": "system", "effect": "NoSchedule"}
 PLACEMENT = Placement(node_selector={"role": "system"}, tolerations=(TOLERATION,))

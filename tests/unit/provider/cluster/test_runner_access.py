@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from kai_scale.cluster.setup import in_runner_namespace, load_manifest
+from kai_scale.cluster.manifests import load_manifest
+from kai_scale.cluster.runner_access import in_runner_namespace
 from tests.conftest import REPO
 
 

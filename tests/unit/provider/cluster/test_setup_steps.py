@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kai_scale.cluster import setup
+from kai_scale.cluster.inventory import Inventory
 from kai_scale.cluster.tasks import SETUP_STEPS, SetupStep, setup_step
 from kai_scale.params import ParamError
 from kai_scale.settings import PipelineSettings
@@ -77,7 +77,7 @@ def test_a_step_logs_its_lines_and_returns_them(
 def test_an_inventory_is_logged_as_its_lines_and_returned_as_its_dict(
     settings: PipelineSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    inventory = setup.Inventory(
+    inventory = Inventory(
         server_version="v1.34.1",
         kai_installed=False,
         kai_deployments=(),

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kai_scale.cluster.helm import Chart, HelmTarget, upgrade_install_argv
-from kai_scale.cluster.setup import read_installs
+from kai_scale.cluster.installs import read_installs
 from kai_scale.cluster.sources import Source, Sources
+from kai_scale.hooks.helm_commands import Chart, HelmTarget, upgrade_install_argv
 from kai_scale.settings import PipelineSettings, SettingsError
 from tests.conftest import REPO
 

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kai_scale.cluster import kai_rollout, kai_tuning
-from kai_scale.cluster.setup import SetupError
+from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale_model.waiting import wait_for
 
 KAI_SHARD_CRD = "schedulingshards.kai.scheduler"
 KAI_CONFIG = ("kai.scheduler/v1", "Config", "kai-config")
@@ -65,20 +66,26 @@ def _wait_for_kai_rollout(
     config = cluster.get(api_version=KAI_CONFIG[0], kind=KAI_CONFIG[1], name=config_name)
     namespace, scheduler_name = kai_rollout.operand_names(config)
     expected = kai_rollout.expected_deployments(tuning.patches, scheduler_name=scheduler_name)
-    deadline = clock() + timeout
-    while True:
+
+    def problems() -> list[str]:
         deployments = cluster.deployment_objects(namespace)
-        problems = [p for e in expected for p in kai_rollout.rollout_problems(e, deployments.get(e.name))]
-        if not problems:
-            break
-        if clock() >= deadline:
-            raise SetupError(
-                f"KAI's operator did not roll tuning profile {tuning.name} out in namespace {namespace} "
-                f"within {timeout:.0f} s: {'; '.join(problems)}. Read the log of KAI's operator "
-                f"(deployment kai-operator) and the pods: kubectl -n {namespace} get pods; a scheduler arg "
-                "the scheduler does not know is dropped by the operator, so it never appears"
-            )
-        sleep(KAI_ROLLOUT_POLL_SECONDS)
+        return [p for e in expected for p in kai_rollout.rollout_problems(e, deployments.get(e.name))]
+
+    wait_for(
+        problems,
+        until=lambda found: not found,
+        what=f"tuning profile {tuning.name} rolled out",
+        timeout=timeout,
+        interval=KAI_ROLLOUT_POLL_SECONDS,
+        error=lambda found: SetupError(
+            f"KAI's operator did not roll tuning profile {tuning.name} out in namespace {namespace} "
+            f"within {timeout:.0f} s: {'; '.join(found)}. Read the log of KAI's operator "
+            f"(deployment kai-operator) and the pods: kubectl -n {namespace} get pods; a scheduler arg "
+            "the scheduler does not know is dropped by the operator, so it never appears"
+        ),
+        clock=clock,
+        sleep=sleep,
+    )
     lines = [
         f"KAI's operator rolled tuning profile {tuning.name} out: "
         + ", ".join(f"{namespace}/{e.name}" for e in expected)

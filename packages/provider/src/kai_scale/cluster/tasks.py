@@ -12,8 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kai_scale.cluster import kai_setup, setup
+from kai_scale.cluster import installs, inventory, kai_setup, node_pool, runner_access, teardown
+from kai_scale.cluster.installs import DeploymentInstalls
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.helm import HelmHook
+from kai_scale.hooks.release_manifests import ReleaseManifestsHook
 from kai_scale.params import check_params
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
@@ -34,9 +37,9 @@ class StepInput:
     scenario_names: Sequence[str]
     """Every scenario of the DAG, which ``params`` is checked against."""
 
-    def installs(self) -> setup.DeploymentInstalls:
+    def installs(self) -> DeploymentInstalls:
         """include/manifests/installs.yaml under the deployment's chart values profile."""
-        return setup.load_installs(
+        return installs.load_installs(
             self.settings.include_dir, chart_values_profile=self.settings.chart_values_profile
         )
 
@@ -59,7 +62,7 @@ class SetupStep:
     """The task's id in the setup group, ``verb_noun``."""
     summary: str
     """What it does, in one line: the task's doc in Airflow's UI and its row in docs/architecture.md."""
-    body: Callable[[ClusterHook, StepInput], Sequence[str] | setup.Inventory]
+    body: Callable[[ClusterHook, StepInput], Sequence[str] | inventory.Inventory]
     """The work on the deployment's cluster: the lines it logs, or the inventory it took."""
     multiple_outputs: bool = False
     """Its task also pushes each key of the dict it returns as an XCom of its own (Airflow's option)."""
@@ -77,7 +80,7 @@ class SetupStep:
         given = StepInput(settings=settings, params=params or {}, scenario_names=scenario_names)
         with ClusterHook(conn_id=settings.kubernetes_conn_id) as cluster:
             done = self.body(cluster, given)
-        if isinstance(done, setup.Inventory):
+        if isinstance(done, inventory.Inventory):
             return StepResult(lines=_logged(done.lines()), xcom=done.to_dict())
         return StepResult(lines=_logged(done), xcom=list(done))
 
@@ -88,10 +91,10 @@ def _logged(lines: Sequence[str]) -> list[str]:
     return list(lines)
 
 
-def _check_cluster(cluster: ClusterHook, given: StepInput) -> setup.Inventory:
+def _check_cluster(cluster: ClusterHook, given: StepInput) -> inventory.Inventory:
     # Before the first request: refused params never reach the cluster (the hook connects lazily).
     check_params(given.params, scenario_names=given.scenario_names)
-    return setup.preflight(cluster)
+    return inventory.preflight(cluster)
 
 
 SETUP_STEPS: tuple[SetupStep, ...] = (
@@ -104,8 +107,9 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="install_kwok",
         summary="KWOK and its stages (pod-complete removed).",
-        body=lambda cluster, given: setup.install_kwok(
+        body=lambda cluster, given: installs.install_kwok(
             cluster,
+            releases=ReleaseManifestsHook(),
             installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
@@ -114,15 +118,16 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="prepare_runner_access",
         summary="Namespace, ServiceAccount, RBAC and admission policy of the runner pods.",
-        body=lambda cluster, given: setup.prepare_runner_access(
+        body=lambda cluster, given: runner_access.prepare_runner_access(
             cluster, include_dir=given.settings.include_dir, namespace=given.settings.namespace
         ),
     ),
     SetupStep(
         task_id="size_node_pool",
         summary="kwok-operator and managed-nodepool sized for the run.",
-        body=lambda cluster, given: setup.size_node_pool(
+        body=lambda cluster, given: node_pool.size_node_pool(
             cluster,
+            releases=ReleaseManifestsHook(),
             installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
@@ -133,8 +138,9 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="install_fake_gpu_operator",
         summary="The fake GPU operator, which reports GPUs on the KWOK nodes.",
-        body=lambda cluster, given: setup.install_fake_gpu_operator(
+        body=lambda cluster, given: installs.install_fake_gpu_operator(
             cluster,
+            helm=HelmHook(conn_id=given.settings.kubernetes_conn_id),
             installs=given.installs().pins,
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
@@ -143,8 +149,8 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="install_monitoring",
         summary="kube-prometheus-stack and Pyroscope.",
-        body=lambda cluster, given: setup.install_monitoring(
-            cluster,
+        body=lambda _, given: installs.install_monitoring(
+            helm=HelmHook(conn_id=given.settings.kubernetes_conn_id),
             installs=given.installs(),
             sources=given.settings.source_mirrors,
             placement=given.settings.system_placement,
@@ -154,7 +160,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="install_service_monitors",
         summary="ServiceMonitors for KAI's scheduler, binder and queue controller.",
-        body=lambda cluster, given: setup.install_service_monitors(
+        body=lambda cluster, given: installs.install_service_monitors(
             cluster, include_dir=given.settings.include_dir
         ),
     ),
@@ -168,7 +174,7 @@ SETUP_STEPS: tuple[SetupStep, ...] = (
     SetupStep(
         task_id="wait_for_nodes",
         summary="All nodes of the NodePool Ready with GPUs; then only the selected scenarios run.",
-        body=lambda cluster, given: setup.wait_for_nodes(cluster, node_count=given.params["node_count"]),
+        body=lambda cluster, given: node_pool.wait_for_nodes(cluster, node_count=given.params["node_count"]),
         branch=True,
     ),
 )
@@ -189,4 +195,4 @@ def tear_down_environment(*, settings: PipelineSettings, setup_group: str, conte
     existing = inventory.get("existing") if inventory else None
     run_id = run_id_of(context["dag_run"])
     with ClusterHook(conn_id=settings.kubernetes_conn_id) as cluster:
-        return _logged(setup.teardown(cluster, run_id=run_id, existing=existing))
+        return _logged(teardown.teardown(cluster, run_id=run_id, existing=existing))

@@ -1,1 +1,1 @@
-"""Hooks: the Airflow connections of the cluster, the results bucket and Prometheus, and their I/O."""
+"""Hooks: I/O with the cluster (its API, helm), the results bucket, Prometheus and release manifests."""

@@ -1,26 +1,24 @@
-"""Kubernetes I/O of the setup, teardown and checks, on the Airflow connection's client."""
+"""Kubernetes I/O of the setup, teardown and checks, on the Airflow connection's client.
+
+Every request runs inside ``cluster_errors.api_errors``: what callers see is the pipeline's
+``ClusterError`` family, never the client's exceptions.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from functools import cached_property
-from http import HTTPStatus
 from typing import Any, Self
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
 from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
 from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
-from urllib3.exceptions import HTTPError
 
-from kai_scale.cluster.helm import HelmTarget
+from kai_scale.hooks.cluster_errors import Gone, KindNotServed, NotFound, api_errors
+from kai_scale_model.waiting import Deadline
 
 FIELD_MANAGER = "kai-scale-pipeline"
 NODE_PAGE = 500
@@ -38,10 +36,6 @@ class GpuHolder:
     """Its labels (who made it)."""
     count: int
     """GPUs it holds (its containers' limits)."""
-
-
-class ClusterUnreachable(RuntimeError):
-    """The cluster did not answer; the message names the connection and what to check."""
 
 
 class ClusterHook(KubernetesHook):
@@ -86,77 +80,47 @@ class ClusterHook(KubernetesHook):
         client.resources.invalidate_cache()
         return client
 
-    @contextmanager
-    def cli_kubeconfig(self) -> Iterator[str | None]:
-        """A kubeconfig path for command-line tools (helm) that reaches this connection's cluster.
+    def _api(self, what: str) -> AbstractContextManager[None]:
+        """Around each request: its errors raised as the pipeline's (``cluster_errors``)."""
+        return api_errors(what, conn_id=str(self.conn_id), host=self._host)
 
-        The connection's ``kube_config_path``, or its inline ``kube_config`` written to a private file
-        for the duration; None (the tool's own default: in-cluster or ``KUBECONFIG``) when it has
-        neither, as the connection's client does then.
-        """
-        extra = self.conn_extras
-        if extra.get("kube_config_path"):
-            yield str(extra["kube_config_path"])
-            return
-        inline = extra.get("kube_config")
-        if not inline:
-            yield None
-            return
-        text = inline if isinstance(inline, str) else json.dumps(inline)
-        # mkstemp creates the file readable by its owner only: it holds credentials.
-        handle, path = tempfile.mkstemp(prefix="kai-scale-kubeconfig-")
-        try:
-            with os.fdopen(handle, "w") as file:
-                file.write(text)
-            yield path
-        finally:
-            os.unlink(path)
+    def _host(self) -> str:
+        api_client = self.__dict__.get("api_client")  # None: the client could not be made
+        return str(api_client.configuration.host) if api_client else "(no client: see the error)"
 
-    @contextmanager
-    def helm_target(self) -> Iterator[HelmTarget]:
-        """Where helm reaches this connection's cluster: its kubeconfig and its ``cluster_context``."""
-        context = self.conn_extras.get("cluster_context") or None
-        with self.cli_kubeconfig() as kubeconfig:
-            yield HelmTarget(kubeconfig=kubeconfig, context=context)
-
-    def _unreachable(self, error: Exception) -> ClusterUnreachable:
-        host = self.api_client.configuration.host
-        return ClusterUnreachable(
-            f"cannot reach the cluster of connection '{self.conn_id}' at {host}: {error}. "
-            "Check that the cluster runs and that the connection's kubeconfig points at it."
-        )
+    @cached_property
+    def extensions_client(self) -> client.ApiextensionsV1Api:
+        """CustomResourceDefinitions, on the connection's client (``KubernetesHook`` has none)."""
+        return client.ApiextensionsV1Api(self.api_client)
 
     def server_version(self) -> str:
-        """The API server's version; raises ClusterUnreachable when it does not answer."""
-        try:
+        """The API server's version; raises ``ClusterUnreachable`` when it does not answer."""
+        with self._api("read its version"):
             info = client.VersionApi(self.api_client).get_code(_request_timeout=15)
-        except (HTTPError, OSError, ApiException) as error:
-            raise self._unreachable(error) from error
         return str(info.git_version)
 
     def crd_exists(self, name: str) -> bool:
         """Whether the CustomResourceDefinition ``name`` is installed."""
         try:
-            client.ApiextensionsV1Api(self.api_client).read_custom_resource_definition(name)
-        except ApiException as error:
-            if error.status == 404:
-                return False
-            raise
+            with self._api(f"read CustomResourceDefinition {name}"):
+                self.extensions_client.read_custom_resource_definition(name)
+        except NotFound:
+            return False
         return True
 
-    def wait_for_crd(self, name: str, *, timeout_seconds: float) -> bool:
-        """Wait until the CustomResourceDefinition is Established; False at the deadline."""
-        api = client.ApiextensionsV1Api(self.api_client)
-        deadline = time.monotonic() + timeout_seconds
-        while time.monotonic() < deadline:
-            with suppress(ApiException):
-                conditions = api.read_custom_resource_definition(name).status.conditions or []
-                if any(c.type == "Established" and c.status == "True" for c in conditions):
-                    # The dynamic client learned the served kinds before this one existed.
-                    self.dynamic.resources.invalidate_cache()
-                    return True
-            time.sleep(1)
-        return False
+    def crd_established(self, name: str) -> bool:
+        """Whether the CustomResourceDefinition is Established (served); False when it does not exist."""
+        try:
+            with self._api(f"read CustomResourceDefinition {name}"):
+                crd = self.extensions_client.read_custom_resource_definition(name)
+        except NotFound:
+            return False
+        conditions = (crd.status.conditions if crd.status else None) or []
+        if not any(c.type == "Established" and c.status == "True" for c in conditions):
+            return False
+        # The dynamic client learned the served kinds before this one existed.
+        self.dynamic.resources.invalidate_cache()
+        return True
 
     def _resource(self, api_version: str, kind: str) -> Any:
         return self.dynamic.resources.get(api_version=api_version, kind=kind)
@@ -166,8 +130,9 @@ class ClusterHook(KubernetesHook):
     ) -> dict[str, Any] | None:
         """The object as a dict, or None when it (or its kind) does not exist."""
         try:
-            found = self._resource(api_version, kind).get(name=name, namespace=namespace)
-        except (NotFoundError, ResourceNotFoundError):
+            with self._api(f"read {kind} {name}"):
+                found = self._resource(api_version, kind).get(name=name, namespace=namespace)
+        except NotFound:
             return None
         return dict(found.to_dict())
 
@@ -175,15 +140,15 @@ class ClusterHook(KubernetesHook):
         """Server-side apply each object (creating or updating it); returns ``kind/name`` of each."""
         applied = []
         for document in documents:
-            resource = self._resource(document["apiVersion"], document["kind"])
             metadata = document["metadata"]
-            resource.server_side_apply(
-                body=document,
-                name=metadata["name"],
-                namespace=metadata.get("namespace"),
-                field_manager=FIELD_MANAGER,
-                force_conflicts=True,
-            )
+            with self._api(f"apply {document['kind']} {metadata['name']}"):
+                self._resource(document["apiVersion"], document["kind"]).server_side_apply(
+                    body=document,
+                    name=metadata["name"],
+                    namespace=metadata.get("namespace"),
+                    field_manager=FIELD_MANAGER,
+                    force_conflicts=True,
+                )
             applied.append(f"{document['kind']}/{metadata['name']}")
         return applied
 
@@ -191,9 +156,10 @@ class ClusterHook(KubernetesHook):
         self, *, api_version: str, kind: str, name: str, patch: dict[str, Any], namespace: str | None = None
     ) -> None:
         """JSON merge patch of one object."""
-        self._resource(api_version, kind).patch(
-            body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
-        )
+        with self._api(f"patch {kind} {name}"):
+            self._resource(api_version, kind).patch(
+                body=patch, name=name, namespace=namespace, content_type="application/merge-patch+json"
+            )
 
     def drop_finalizers(
         self, *, api_version: str, kind: str, name: str, namespace: str | None = None
@@ -207,15 +173,16 @@ class ClusterHook(KubernetesHook):
                 namespace=namespace,
                 patch={"metadata": {"finalizers": None}},
             )
-        except (NotFoundError, ResourceNotFoundError):
+        except NotFound:
             return False
         return True
 
     def delete(self, *, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Delete one object; False when it did not exist."""
         try:
-            self._resource(api_version, kind).delete(name=name, namespace=namespace)
-        except (NotFoundError, ResourceNotFoundError):
+            with self._api(f"delete {kind} {name}"):
+                self._resource(api_version, kind).delete(name=name, namespace=namespace)
+        except NotFound:
             return False
         return True
 
@@ -224,43 +191,42 @@ class ClusterHook(KubernetesHook):
 
         For pods of simulated (KWOK) nodes, which no kubelet stops gracefully.
         """
-        core = client.CoreV1Api(self.api_client)
-        try:
+        core = self.core_v1_client
+        with self._api(f"list the pods of {f'namespace {namespace}' if namespace else 'all namespaces'}"):
             pods = (
                 core.list_namespaced_pod(namespace, label_selector=selector).items
                 if namespace
                 else core.list_pod_for_all_namespaces(label_selector=selector).items
             )
-            for pod in pods:
-                with suppress(ApiException):  # gone meanwhile
-                    core.delete_namespaced_pod(
-                        pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
-                    )
-        except (ApiException, HTTPError) as error:
-            raise self._unreachable(error) from error
+        for pod in pods:
+            name, pod_namespace = pod.metadata.name, pod.metadata.namespace
+            # NotFound: gone meanwhile.
+            with suppress(NotFound), self._api(f"delete pod {pod_namespace}/{name}"):
+                core.delete_namespaced_pod(name, pod_namespace, grace_period_seconds=0)
         return len(pods)
 
     def delete_labelled(self, *, api_version: str, kind: str, selector: str) -> int:
         """Delete every object of a kind, in all namespaces, that matches the label selector."""
         try:
-            resource = self._resource(api_version, kind)
-        except ResourceNotFoundError:
+            with self._api(f"list the {kind}s labelled {selector}"):
+                resource = self._resource(api_version, kind)
+                items = resource.get(label_selector=selector).items
+        except KindNotServed:
             return 0
-        items = resource.get(label_selector=selector).items
         for item in items:
-            try:
+            # NotFound: gone meanwhile.
+            with suppress(NotFound), self._api(f"delete {kind} {item.metadata.name}"):
                 resource.delete(name=item.metadata.name, namespace=item.metadata.namespace)
-            except NotFoundError:
-                continue
         return len(items)
 
     def names(self, *, api_version: str, kind: str, selector: str | None = None) -> list[str]:
         """Names of the objects of a cluster-scoped kind, optionally by label (empty: kind not served)."""
         try:
-            items = self._resource(api_version, kind).get(label_selector=selector).items
-            return sorted(item.metadata.name for item in items)
-        except (ResourceNotFoundError, NotFoundError):  # not served, or no longer
+            with self._api(f"list the {kind}s"):
+                items = self._resource(api_version, kind).get(label_selector=selector).items
+        except NotFound:  # not served, or no longer
             return []
+        return sorted(item.metadata.name for item in items)
 
     def wait_for_ready_nodes(
         self, *, selector: str, resource: str, count: int, timeout_seconds: float
@@ -271,10 +237,10 @@ class ClusterHook(KubernetesHook):
         instead of listing thousands of nodes every few seconds. Returns at ``count`` ready or at the
         deadline, whichever is first.
         """
-        core = client.CoreV1Api(self.api_client)
-        deadline = time.monotonic() + timeout_seconds
+        core = self.core_v1_client
+        deadline = Deadline(seconds=timeout_seconds)
         nodes, resource_version = self._list_nodes(core, selector=selector, resource=resource)
-        while sum(nodes.values()) < count and (remaining := deadline - time.monotonic()) > 0:
+        while sum(nodes.values()) < count and (remaining := deadline.remaining()) > 0:
             stream = watch.Watch().stream(
                 core.list_node,
                 label_selector=selector,
@@ -283,18 +249,17 @@ class ClusterHook(KubernetesHook):
                 timeout_seconds=max(1, int(min(remaining, 60))),
             )
             try:
-                for event in stream:
-                    resource_version = event["raw_object"]["metadata"]["resourceVersion"]
-                    node = event["object"]
-                    if event["type"] == "DELETED":
-                        nodes.pop(node.metadata.name, None)
-                    elif event["type"] in ("ADDED", "MODIFIED"):
-                        nodes[node.metadata.name] = _ready_with(node, resource)
-                    if sum(nodes.values()) >= count:
-                        break
-            except ApiException as error:
-                if error.status != HTTPStatus.GONE:
-                    raise self._unreachable(error) from error
+                with self._api(f"watch the nodes labelled {selector}"):
+                    for event in stream:
+                        resource_version = event["raw_object"]["metadata"]["resourceVersion"]
+                        node = event["object"]
+                        if event["type"] == "DELETED":
+                            nodes.pop(node.metadata.name, None)
+                        elif event["type"] in ("ADDED", "MODIFIED"):
+                            nodes[node.metadata.name] = _ready_with(node, resource)
+                        if sum(nodes.values()) >= count:
+                            break
+            except Gone:
                 nodes, resource_version = self._list_nodes(core, selector=selector, resource=resource)
         return len(nodes), sum(nodes.values())
 
@@ -305,10 +270,8 @@ class ClusterHook(KubernetesHook):
         nodes: dict[str, bool] = {}
         token = None
         while True:
-            try:
+            with self._api(f"list the nodes labelled {selector}"):
                 page = core.list_node(label_selector=selector, limit=NODE_PAGE, _continue=token)
-            except (ApiException, HTTPError) as error:
-                raise self._unreachable(error) from error
             nodes.update({node.metadata.name: _ready_with(node, resource) for node in page.items})
             token = page.metadata._continue
             if not token:
@@ -316,13 +279,11 @@ class ClusterHook(KubernetesHook):
 
     def gpu_holders(self, resource: str) -> list[GpuHolder]:
         """Pods bound to a node and not finished that request ``resource``: who holds the GPUs."""
-        try:
-            response = client.CoreV1Api(self.api_client).list_pod_for_all_namespaces(
+        with self._api("list the pods bound to a node"):
+            response = self.core_v1_client.list_pod_for_all_namespaces(
                 field_selector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
                 _preload_content=False,
             )
-        except (ApiException, HTTPError) as error:
-            raise self._unreachable(error) from error
         holders = []
         for pod in json.loads(response.data)["items"]:
             containers = pod["spec"].get("containers") or []
@@ -344,23 +305,17 @@ class ClusterHook(KubernetesHook):
     def node_count(self) -> int:
         """How many nodes the cluster has (one small request: the API server counts the rest).
 
-        Raises ClusterUnreachable when the cluster does not answer.
+        Raises ``ClusterUnreachable`` when the cluster does not answer.
         """
-        try:
-            response = client.CoreV1Api(self.api_client).list_node(
-                limit=1, _preload_content=False, _request_timeout=15
-            )
-        except (HTTPError, OSError, ApiException) as error:
-            raise self._unreachable(error) from error
+        with self._api("count the nodes"):
+            response = self.core_v1_client.list_node(limit=1, _preload_content=False, _request_timeout=15)
         listing = json.loads(response.data)
         return len(listing["items"]) + int(listing["metadata"].get("remainingItemCount") or 0)
 
     def deployment_images(self, namespace: str) -> dict[str, list[str]]:
         """Each deployment's container images in ``namespace`` (empty when it does not exist)."""
-        try:
-            items = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items
-        except (ApiException, HTTPError) as error:
-            raise self._unreachable(error) from error
+        with self._api(f"list the deployments of namespace {namespace}"):
+            items = self.apps_v1_client.list_namespaced_deployment(namespace).items
         return {
             d.metadata.name: [c.image for c in d.spec.template.spec.containers]
             for d in sorted(items, key=lambda d: d.metadata.name)
@@ -368,18 +323,17 @@ class ClusterHook(KubernetesHook):
 
     def deployment_objects(self, namespace: str) -> dict[str, dict[str, Any]]:
         """Each deployment in ``namespace`` as the API serves it (JSON field names), by name."""
-        try:
-            response = client.AppsV1Api(self.api_client).list_namespaced_deployment(
+        with self._api(f"list the deployments of namespace {namespace}"):
+            response = self.apps_v1_client.list_namespaced_deployment(
                 namespace, _preload_content=False, _request_timeout=30
             )
-        except (HTTPError, OSError, ApiException) as error:
-            raise self._unreachable(error) from error
         return {item["metadata"]["name"]: item for item in json.loads(response.data)["items"]}
 
     def deployments(self, namespace: str) -> list[str]:
         """Names of the deployments in ``namespace`` (empty when it does not exist)."""
-        names = client.AppsV1Api(self.api_client).list_namespaced_deployment(namespace).items
-        return sorted(d.metadata.name for d in names)
+        with self._api(f"list the deployments of namespace {namespace}"):
+            items = self.apps_v1_client.list_namespaced_deployment(namespace).items
+        return sorted(d.metadata.name for d in items)
 
 
 def _ready_with(node: client.V1Node, resource: str) -> bool:

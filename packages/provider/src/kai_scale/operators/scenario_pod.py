@@ -13,7 +13,8 @@ from airflow.sdk.log import mask_secret
 from kubernetes.client import models as k8s
 from kubernetes.client.rest import ApiException
 
-from kai_scale.cluster.setup import SetupError, free_gpus
+from kai_scale.cluster.gpus import free_gpus
+from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import scenario_outputs

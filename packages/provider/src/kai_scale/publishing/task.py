@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.cluster.kai_tuning import load_profile
-from kai_scale.hooks.cluster import ClusterHook, ClusterUnreachable
+from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.cluster_errors import ClusterError
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.metrics.collection import missing_scenarios, public_metrics, unwritten_metrics
 from kai_scale.object_keys import published_keys, run_metrics_key, run_summary_key
@@ -71,14 +72,14 @@ class DeployedState:
 
 
 def _deployed_state(cluster: ClusterHook) -> DeployedState:
-    # Results are never held hostage by the cluster: unreachable means unknown.
+    # Results are never held hostage by the cluster: unreachable (or refusing) means unknown.
     try:
         return DeployedState(
             node_count=cluster.node_count(),
             kubernetes_version=cluster.server_version(),
             kai_images=cluster.deployment_images(kai.NAMESPACE),
         )
-    except ClusterUnreachable as error:
+    except ClusterError as error:
         log.warning("what the cluster runs is unknown: %s", error)
         return DeployedState(node_count=None, kubernetes_version=None, kai_images={})
 

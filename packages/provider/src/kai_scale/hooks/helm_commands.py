@@ -1,20 +1,14 @@
-"""Helm on the worker: installing charts at pinned versions."""
+"""Helm's command lines for installing charts at pinned versions, and what its answers mean; pure.
+
+``HelmHook`` (``hooks/helm.py``) runs them.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-# helm waits for the release's resources itself (--wait); this bounds the whole command.
-HELM_TIMEOUT_SECONDS = 900
-
-
-class HelmError(RuntimeError):
-    """A helm command failed; the message holds its output."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,37 +139,3 @@ def _flattened(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 def values_match(get_values_output: str, *, chart: Chart) -> bool:
     """Whether the release's user-supplied values are exactly the chart's ``--set`` values."""
     return _flattened(json.loads(get_values_output or "null") or {}) == dict(chart.values or {})
-
-
-def helm_available() -> bool:
-    """Whether the worker has helm on its PATH."""
-    return shutil.which("helm") is not None
-
-
-def run(argv: Sequence[str]) -> str:
-    """Run helm; raise HelmError with its output on failure."""
-    try:
-        result = subprocess.run(
-            list(argv), capture_output=True, text=True, check=False, timeout=HELM_TIMEOUT_SECONDS
-        )
-    except subprocess.TimeoutExpired as error:
-        raise HelmError(f"{' '.join(argv[:4])} did not finish in {HELM_TIMEOUT_SECONDS} s") from error
-    except OSError as error:
-        raise HelmError(f"cannot run helm: {error}; install helm on the worker") from error
-    if result.returncode != 0:
-        raise HelmError(f"{' '.join(argv[:4])} failed (exit {result.returncode}): {result.stderr.strip()}")
-    return result.stdout
-
-
-def ensure_release(chart: Chart, *, target: HelmTarget) -> bool:
-    """Install or upgrade the release unless it is deployed at the pinned version with the same values.
-
-    Checked first so that a re-run setup (a retried scenario) costs a ``helm list`` and a ``helm get
-    values``, not a ``--wait``. True when helm changed the release.
-    """
-    if is_deployed(run(list_argv(chart=chart, target=target)), chart=chart) and values_match(
-        run(get_values_argv(chart=chart, target=target)), chart=chart
-    ):
-        return False
-    run(upgrade_install_argv(chart=chart, target=target))
-    return True

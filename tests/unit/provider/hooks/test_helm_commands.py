@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kai_scale.cluster.helm import (
+from kai_scale.hooks.helm_commands import (
     Chart,
     HelmTarget,
     is_deployed,
