@@ -39,7 +39,7 @@ $(BIN)/.installed: requirements-dev.txt requirements.txt $(addsuffix /pyproject.
 
 venv: $(BIN)/.installed ## create the virtual environment from the lock files
 
-lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles, compose file checks
+lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles (the compose file: tests/unit/deploy)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/hadolint docker/*/Dockerfile localenv/images/*/Dockerfile

@@ -278,7 +278,7 @@ class AirflowDeployment:
         migration job runs longer than its wait, as the chart intends. A failure before ``since`` (a
         container that was failing already) is not this deploy's.
         """
-        for pod in self._pods(check=True):
+        for pod in self._pods():  # a listing that fails once (a busy API server) is retried next poll
             for status in pod.get("status", {}).get("containerStatuses") or []:
                 ended = (status.get("lastState") or {}).get("terminated") or {}
                 finished = ended.get("finishedAt")
@@ -294,9 +294,9 @@ class AirflowDeployment:
         indented = "\n".join(f"    {line}" for line in tail or ["(none)"])
         return f"\n  its last log lines before it failed:\n{indented}"
 
-    def _pods(self, *, check: bool = False) -> list[dict[str, Any]]:
-        """The release namespace's pods, as kubectl lists them; none when it cannot, unless ``check``."""
-        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=check)
+    def _pods(self) -> list[dict[str, Any]]:
+        """The release namespace's pods, as kubectl lists them; none when it cannot."""
+        listing = self.environment.kubectl("-n", NAMESPACE, "get", "pods", "--output=json", check=False)
         try:
             return list(json.loads(listing)["items"])
         except (json.JSONDecodeError, KeyError):

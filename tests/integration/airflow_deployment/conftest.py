@@ -20,6 +20,16 @@ from localenv.kai import RELEASE
 from tests.integration.airflow_deployment.cluster_state import BareCluster, infrastructure, releases
 from tests.waiting import free_ports
 
+# What points boto3 and Airflow's connection in this process at the local bucket, and names it.
+S3_VARIABLES = (
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "AIRFLOW_CONN_AWS_DEFAULT",
+    "KAI_SCALE_RESULTS_BUCKET",
+)
+
 # Deployment settings of the release under test, as an operator would tune them: a lost worker's retry
 # starts within seconds (the runner it reattaches to is still running), and a scheduler counts a killed
 # one dead, and resets its tasks, within half a minute instead of five.
@@ -50,18 +60,17 @@ def core(bare_cluster: BareCluster, local_env: LocalEnvironment) -> client.CoreV
 
 
 @pytest.fixture(scope="package")
-def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[None]:
-    """boto3 in this process reads the local bucket (the published run, the task logs)."""
+def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[dict[str, str]]:
+    """The local bucket, read from this process as the deployment reads it (boto3, the Airflow connection).
+
+    Yields the variables set (S3_VARIABLES), for what needs a value, such as the bucket's name.
+    """
     exports = local_env.exports()
+    variables = {name: exports[name] for name in S3_VARIABLES}
     with pytest.MonkeyPatch.context() as patch:
-        for name in (
-            "AWS_ENDPOINT_URL_S3",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_DEFAULT_REGION",
-        ):
-            patch.setenv(name, exports[name])
-        yield
+        for name, value in variables.items():
+            patch.setenv(name, value)
+        yield variables
 
 
 @pytest.fixture(scope="package")

@@ -37,7 +37,6 @@ from selenium.webdriver.remote.webelement import WebElement
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
 from localenv.airflow import AirflowApi, AirflowDeployment
 from localenv.demo import VIEW_RUN_PATH
-from localenv.environment import LocalEnvironment
 from tests.trend_history import (
     FAILED_RUN,
     FAILURE_REASON,
@@ -52,14 +51,6 @@ from tests.waiting import free_ports, wait_for
 
 pytestmark = pytest.mark.restarts_local_env
 
-S3_VARIABLES = (
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_DEFAULT_REGION",
-    "AIRFLOW_CONN_AWS_DEFAULT",
-    "KAI_SCALE_RESULTS_BUCKET",
-)
 USER = "scale-reader"
 # The role that lets a user see "Scale tests" in Airflow's nav (docs/trend-view.md#who-sees-it).
 PLUGINS_READER = "Plugins reader"
@@ -69,19 +60,11 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 
 
 @pytest.fixture(scope="module")
-def s3_exports(local_env: LocalEnvironment) -> dict[str, str]:
-    """The variables that point Airflow and boto3 at the S3 endpoint and name the results bucket."""
-    exports = local_env.exports()
-    return {name: exports[name] for name in S3_VARIABLES}
-
-
-@pytest.fixture(scope="module")
-def store(s3_exports: dict[str, str]) -> Iterator[ResultsBucketHook]:
+def store(s3_from_this_machine: dict[str, str]) -> ResultsBucketHook:
     """The results bucket through the Airflow connection, as the pipeline and the view reach it."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in s3_exports.items():
-            patch.setenv(name, value)
-        yield ResultsBucketHook(aws_conn_id="aws_default", bucket=s3_exports["KAI_SCALE_RESULTS_BUCKET"])
+    return ResultsBucketHook(
+        aws_conn_id="aws_default", bucket=s3_from_this_machine["KAI_SCALE_RESULTS_BUCKET"]
+    )
 
 
 @pytest.fixture(scope="module")
