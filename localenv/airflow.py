@@ -80,8 +80,9 @@ class Overrides:
     """Settings of every Airflow container and worker pod."""
     config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """airflow.cfg values by section."""
-    api_server_env: Mapping[str, str] = field(default_factory=dict)
-    """The api-server's own settings (the chart's ``apiServer.env``): changing them restarts no other pod."""
+    component_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """One service's own settings, by its key in the chart (``apiServer``, ``dagProcessor``: its ``env``):
+    changing them restarts no other pod."""
 
 
 class AirflowDeployment:
@@ -142,9 +143,9 @@ class AirflowDeployment:
         }
         if overrides.config:
             values["config"] = {section: dict(options) for section, options in overrides.config.items()}
-        if overrides.api_server_env:
-            values["apiServer"] = {
-                "env": [{"name": name, "value": value} for name, value in overrides.api_server_env.items()]
+        for component, component_env in overrides.component_env.items():
+            values[component] = {
+                "env": [{"name": name, "value": value} for name, value in component_env.items()]
             }
         path = self.config.home / "airflow-values-machine.yaml"
         path.write_text(yaml.safe_dump(values, sort_keys=False))

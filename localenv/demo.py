@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -67,6 +67,7 @@ def table(summary: dict[str, Any]) -> str:
 
 
 DAG_ID = "kai_scale_nightly"
+DAG_FILE = "kai_scale_nightly.py"
 # The trend view's page of a run in Airflow's UI: the plugin's nav route, then its app's own path
 # (kai_scale.views.plugin; the demo does not import the pipeline).
 VIEW_RUN_PATH = "/plugin/scale-tests/scale-tests/runs/"
@@ -84,13 +85,37 @@ def run_conf(*, node_count: int, scenarios: list[str]) -> dict[str, Any]:
     return {"node_count": node_count, **({"scenarios": scenarios} if scenarios else {})}
 
 
-def wait_for_dag(api: AirflowApi) -> None:
-    """Until the api-server serves the parsed DAG; raises naming what it answered last."""
+def import_failure(import_errors: dict[str, Any], *, since: datetime | None) -> str | None:
+    """The error of the DAG file's last import (GET /importErrors), if it failed since ``since``.
+
+    Its last line names the cause: ``ModuleNotFoundError: No module named 'kai_scale'`` for an image
+    without the pipeline's provider, the setting it refused for a bad deployment setting.
+    """
+    for error in import_errors.get("import_errors", []):
+        recorded = datetime.fromisoformat(error["timestamp"])
+        if error["filename"].endswith(DAG_FILE) and (since is None or recorded >= since):
+            lines = [line for line in error["stack_trace"].splitlines() if line.strip()]
+            return f"{error['filename']}: {lines[-1].strip() if lines else 'no trace recorded'}"
+    return None
+
+
+def wait_for_dag(api: AirflowApi, *, since: datetime | None = None) -> None:
+    """Until the api-server serves the DAG parsed since ``since`` (None: parsed at all).
+
+    Raises at once when the DAG file's import failed since then, naming the cause; after
+    ``PARSE_TIMEOUT_SECONDS``, naming what the api-server answered last.
+    """
     deadline = time.monotonic() + PARSE_TIMEOUT_SECONDS
     answer = None
     while time.monotonic() < deadline:
+        failure = import_failure(api.get("/importErrors", params={"limit": 100}), since=since)
+        if failure:
+            raise ComponentError(
+                f"airflow: the DAG file does not import in the deployment: {failure}; the whole trace: "
+                f"{api.base_url}/api/v2/importErrors (or the UI's DAG import errors)"
+            )
         answer = api.request("GET", f"/dags/{DAG_ID}")
-        if answer.status_code == 200:
+        if answer.status_code == 200 and _parsed_since(answer.json(), since):
             return
         time.sleep(POLL_SECONDS)
     said = f"{answer.status_code} {answer.text[:200]}" if answer is not None else "nothing"
@@ -98,6 +123,12 @@ def wait_for_dag(api: AirflowApi) -> None:
         f"airflow: {DAG_ID} not parsed after {PARSE_TIMEOUT_SECONDS} s (the api-server answered {said}); "
         "see the dag-processor's log: kubectl -n airflow logs deployment/airflow-dag-processor"
     )
+
+
+def _parsed_since(dag: dict[str, Any], since: datetime | None) -> bool:
+    parsed = dag.get("last_parsed_time")
+    fresh = since is None or (parsed is not None and datetime.fromisoformat(parsed) >= since)
+    return fresh and not dag.get("has_import_errors", False)
 
 
 def trigger(api: AirflowApi, conf: dict[str, Any]) -> str:
@@ -188,12 +219,15 @@ def main() -> int:
         print("the local environment is not running: start it with `make local-up`", file=sys.stderr)
         return 1
     deployment = AirflowDeployment(environment)
+    # An upgraded release must parse the DAG anew: what the api-server served before may be stale.
+    since: datetime | None = datetime.now(UTC)
     try:
         started = time.monotonic()
         if deployment.deploy():
             print(f"airflow: release ready in {time.monotonic() - started:.0f} s", flush=True)
         else:
             print("airflow: the release is up to date", flush=True)
+            since = None
         ui = deployment.serve_ui(options.view_port)
     except ComponentError as error:
         print(error, file=sys.stderr)
@@ -206,7 +240,7 @@ def main() -> int:
         return 0
     api = AirflowApi(ui)
     try:
-        wait_for_dag(api)
+        wait_for_dag(api, since=since)
         conf = run_conf(node_count=options.node_count, scenarios=options.scenarios.replace(",", " ").split())
         airflow_run_id = trigger(api, conf)
         print(

@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def test_an_upgrade_that_cannot_reach_the_database_stops_naming_the_failing_pod_
     the services up again, the next deploy upgrades it.
     """
     upgrade = dataclasses.replace(
-        airflow_deployment.overrides, api_server_env={"KAI_SCALE_UPGRADE_TEST": "database down"}
+        airflow_deployment.overrides, component_env={"apiServer": {"KAI_SCALE_UPGRADE_TEST": "database down"}}
     )
     database = local_env.postgres()
     database.stop()
@@ -200,6 +201,35 @@ def test_an_unknown_param_is_refused_at_trigger_naming_it(airflow_api: AirflowAp
         "unknown param(s) 'node_cout'; the DAG's params are kai_ref, node_count, runner_tag, scenarios"
     )
     assert airflow_api.get(f"/dags/{DAG_ID}/dagRuns")["total_entries"] == runs_before
+
+
+@pytest.mark.timeout(1200)  # two upgrades, each rolling every service out
+def test_a_dag_file_that_does_not_import_stops_the_demo_naming_the_cause(
+    airflow_deployment: AirflowDeployment, airflow_api: AirflowApi
+) -> None:
+    """A deployment setting the pipeline refuses, read when the dag-processor imports the DAG file.
+
+    The same path as an image without the pipeline's provider (``ModuleNotFoundError: No module named
+    'kai_scale'``): the DAG of the release before stays listed, so the demo would trigger it; it stops
+    instead at the import error recorded since the upgrade, naming its cause.
+    """
+    tuned = airflow_deployment.overrides
+    # The dag-processor's own setting: the upgrade restarts it alone.
+    refused_setting = {"dagProcessor": {"KAI_SCALE_RESULTS_URL": "ftp://results.example/"}}
+    refused = dataclasses.replace(tuned, component_env={**tuned.component_env, **refused_setting})
+    upgraded = datetime.now(UTC)
+    try:
+        assert airflow_deployment.deploy(refused) is True
+        with pytest.raises(ComponentError) as stopped:
+            wait_for_dag(airflow_api, since=upgraded)
+    finally:
+        restored = datetime.now(UTC)
+        airflow_deployment.deploy(tuned)
+    said = str(stopped.value)
+    assert said.startswith("airflow: the DAG file does not import in the deployment: "), said
+    assert f"{DAG_ID}.py: " in said
+    assert "KAI_SCALE_RESULTS_URL must be an http(s) URL" in said
+    wait_for_dag(airflow_api, since=restored)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ from tests.waiting import free_ports, wait_for
 pytestmark = pytest.mark.restarts_local_env
 
 USER = "scale-reader"
+# A user who may read the plugins but no DAG's runs.
+OUTSIDER = "scale-outsider"
 # The role that lets a user see "Scale tests" in Airflow's nav (docs/trend-view.md#who-sees-it).
 PLUGINS_READER = "Plugins reader"
 VIEW = "/scale-tests"
@@ -92,7 +94,8 @@ def airflow_ui(airflow_deployment: AirflowDeployment, history: PublishedHistory)
     """The release's api-server reading the history's prefix, served on a free port, and a viewer."""
     airflow_deployment.deploy(
         dataclasses.replace(
-            airflow_deployment.overrides, api_server_env={"KAI_SCALE_RESULTS_PREFIX": history.prefix}
+            airflow_deployment.overrides,
+            component_env={"apiServer": {"KAI_SCALE_RESULTS_PREFIX": history.prefix}},
         )
     )
     (port,) = free_ports(1)
@@ -100,15 +103,15 @@ def airflow_ui(airflow_deployment: AirflowDeployment, history: PublishedHistory)
     password = secrets.token_urlsafe(12)
     admin = AirflowApi(url)
     try:
-        _add_viewer(admin, password)
+        _add_users(admin, password)
     finally:
         admin.close()
     yield AirflowUI(url=url, password=password)
     airflow_deployment.stop_ui(port)
 
 
-def _add_viewer(admin: AirflowApi, password: str) -> None:
-    """USER, with FAB's role Viewer and PLUGINS_READER, added through FAB's API as an admin adds one.
+def _add_users(admin: AirflowApi, password: str) -> None:
+    """USER (FAB's role Viewer and PLUGINS_READER) and OUTSIDER (PLUGINS_READER alone), as an admin adds them.
 
     Viewer reads the DAGs and their runs, which the view asks for; Airflow's UI lists a plugin's
     pages in its nav only for who may read the plugins, which Viewer may not.
@@ -121,21 +124,22 @@ def _add_viewer(admin: AirflowApi, password: str) -> None:
         f"{fab}/roles", headers=headers, json={"name": PLUGINS_READER, "actions": [reads_plugins]}, timeout=60
     )
     assert role.status_code in (200, 201, 409), role.text  # 409: an earlier run added it
-    httpx.delete(f"{fab}/users/{USER}", headers=headers, timeout=60)  # 404 unless an earlier run added it
-    added = httpx.post(
-        f"{fab}/users",
-        headers=headers,
-        json={
-            "username": USER,
-            "password": password,
-            "email": f"{USER}@example.com",
-            "first_name": "Scale",
-            "last_name": "Reader",
-            "roles": [{"name": "Viewer"}, {"name": PLUGINS_READER}],
-        },
-        timeout=60,
-    )
-    assert added.status_code in (200, 201), added.text
+    for name, roles in ((USER, ["Viewer", PLUGINS_READER]), (OUTSIDER, [PLUGINS_READER])):
+        httpx.delete(f"{fab}/users/{name}", headers=headers, timeout=60)  # 404 unless an earlier run added it
+        added = httpx.post(
+            f"{fab}/users",
+            headers=headers,
+            json={
+                "username": name,
+                "password": password,
+                "email": f"{name}@example.com",
+                "first_name": "Scale",
+                "last_name": "Reader",
+                "roles": [{"name": role} for role in roles],
+            },
+            timeout=60,
+        )
+        assert added.status_code in (200, 201), added.text
 
 
 @pytest.fixture(scope="module")
@@ -246,10 +250,16 @@ def test_the_view_answers_only_who_may_read_the_dags_runs(
 ) -> None:
     page = f"{airflow_ui.url}{VIEW}/runs"
     assert httpx.get(page, timeout=30).status_code == 401
-    token = httpx.post(
-        f"{airflow_ui.url}/auth/token", json={"username": USER, "password": airflow_ui.password}, timeout=30
-    ).json()["access_token"]
-    answer = httpx.get(page, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+    def as_user(name: str) -> httpx.Response:
+        login = {"username": name, "password": airflow_ui.password}
+        token = httpx.post(f"{airflow_ui.url}/auth/token", json=login, timeout=30).json()["access_token"]
+        return httpx.get(page, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+    refused = as_user(OUTSIDER)
+    assert refused.status_code == 403, refused.text
+    assert history.run_ids[-1] not in refused.text
+    answer = as_user(USER)
     assert answer.status_code == 200
     assert history.run_ids[-1] in answer.text
     # Like Airflow's own assets, the chart library is served to anyone.

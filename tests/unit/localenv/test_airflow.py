@@ -64,10 +64,11 @@ def test_the_env_keeps_every_setting_of_both_values_files_and_overrides_replace_
     }
 
 
-def test_the_api_servers_own_settings_go_to_it_alone(deployment: AirflowDeployment) -> None:
+def test_a_services_own_settings_go_to_it_alone(deployment: AirflowDeployment) -> None:
     """The chart's apiServer.env: an upgrade that changes them restarts the api-server and no other pod."""
     prefix = {"name": "KAI_SCALE_RESULTS_PREFIX", "value": "test-view/Public/"}
-    values = _values(deployment, Overrides(api_server_env={prefix["name"]: prefix["value"]}))
+    values = _values(deployment, Overrides(component_env={"apiServer": {prefix["name"]: prefix["value"]}}))
     assert values["apiServer"] == {"env": [prefix]}
+    assert "dagProcessor" not in values
     assert "KAI_SCALE_RESULTS_PREFIX" not in _env(values)
     assert "apiServer" not in _values(deployment, Overrides())
