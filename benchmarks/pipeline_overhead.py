@@ -24,7 +24,7 @@ import argparse
 import socket
 import statistics
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -65,22 +65,31 @@ def main() -> None:
             deployment.stop_ui(port)
         return
     with environment.scratch_bucket() as bucket:
-        deployment.deploy(
+        upgraded = deployment.deploy(
             Overrides(
                 env={"KAI_SCALE_RESULTS_BUCKET": bucket},
                 config={"logging": {"remote_base_log_folder": f"s3://{bucket}/airflow-logs"}},
             )
         )
+        # After an upgrade, only the DAG the new release parsed is triggered.
+        since = datetime.now(UTC) if upgraded else None
         api = AirflowApi(deployment.serve_ui(port))
         try:
-            _measure(environment, api, options.node_count, options.scenarios)
+            _measure(environment, api, options.node_count, options.scenarios, since=since)
         finally:
             api.close()
             deployment.stop_ui(port)
 
 
-def _measure(environment: LocalEnvironment, api: AirflowApi, node_count: int, scenarios: list[str]) -> None:
-    wait_for_dag(api)
+def _measure(
+    environment: LocalEnvironment,
+    api: AirflowApi,
+    node_count: int,
+    scenarios: list[str],
+    *,
+    since: datetime | None,
+) -> None:
+    wait_for_dag(api, since=since)
     conf = {"node_count": node_count, **({"scenarios": scenarios} if scenarios else {})}
     run_id = trigger(api, conf)
     follow(api, run_id)

@@ -2,13 +2,13 @@
 
 Usage: ``.venv/bin/python benchmarks/trend_view.py [--history 10000] [--repeat 5]`` with the local
 environment up (its S3 endpoint), or ``--s3-endpoint http://127.0.0.1:<port>`` for another one (a
-``moto_server`` of your own). Seeds, in a bucket of its own (created here, deleted with its objects
-at the end), a manifest of ``--history`` nightly runs at three node counts, 5 % of them failed
-(their entries naming the failed scenario, as publishing writes them), with the results.json of every
-failed run and the results.json and verdicts.json of the last 90 days at 500 nodes; then times the
-view's requests through its FastAPI app in this process, reading the bucket over HTTP as the
-api-server does. Airflow's authorization is left out: it is one JWT check and one database query per
-request, whatever the history. Times are medians; prints a Markdown table.
+``python -m localenv.s3_server --port <port>`` of your own). Seeds, in a bucket of its own (created
+here, deleted with its objects at the end), a manifest of ``--history`` nightly runs at three node
+counts, 5 % of them failed (their entries naming the failed scenario, as publishing writes them), with
+the results.json of every failed run and the results.json and verdicts.json of the last 90 days at 500
+nodes; then times the view's requests through its FastAPI app in this process, reading the bucket over
+HTTP as the api-server does. Airflow's authorization is left out: it is one JWT check and one database
+query per request, whatever the history. Times are medians; prints a Markdown table.
 """
 
 from __future__ import annotations

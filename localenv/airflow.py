@@ -340,9 +340,11 @@ class AirflowDeployment:
         return subprocess.run(argv, capture_output=True, text=True, check=False)
 
     def wait_ready(self, *, since: datetime | None = None) -> None:
-        """Until every workload of the release is rolled out; else raise naming the pod and its log.
+        """Until every workload of the release is rolled out and no pod it replaced runs any more.
 
-        Stops as soon as a container of the release failed after ``since`` (by default, this call).
+        Raises naming the pod and its log as soon as a container of the release failed after
+        ``since`` (by default, this call). Once it returns, what the services record in the database
+        is the new release's: a replaced dag-processor parses the DAG file until it is gone.
         """
         since = since or datetime.now(UTC)
         deadline = time.monotonic() + ROLLOUT_TIMEOUT_SECONDS
@@ -375,6 +377,22 @@ class AirflowDeployment:
                     f"airflow: {waiting[0]} is not ready after {ROLLOUT_TIMEOUT_SECONDS} s: "
                     f"{rollout.stderr.strip() or rollout.stdout.strip()}{self._diagnosis()}"
                 )
+        while replaced := self._replaced_pods():
+            if time.monotonic() > deadline:
+                raise ComponentError(
+                    f"airflow: {', '.join(replaced)} of the release before still terminating after "
+                    f"{ROLLOUT_TIMEOUT_SECONDS} s"
+                )
+            time.sleep(1)
+
+    def _replaced_pods(self) -> list[str]:
+        """The services' pods being deleted (a rolled-out deployment's old pods run out their grace)."""
+        return [
+            pod["metadata"]["name"]
+            for pod in self._pods()
+            if pod["metadata"].get("deletionTimestamp")
+            and WORKER_POD_LABEL not in pod["metadata"].get("labels", {})
+        ]
 
     def _diagnosis(self) -> str:
         """The first pod of the release that is not ready, and its last log lines; or nothing."""

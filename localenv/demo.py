@@ -93,7 +93,7 @@ def import_failure(import_errors: dict[str, Any], *, since: datetime | None) -> 
     """
     for error in import_errors.get("import_errors", []):
         recorded = datetime.fromisoformat(error["timestamp"])
-        if error["filename"].endswith(DAG_FILE) and (since is None or recorded >= since):
+        if error["filename"] == DAG_FILE and (since is None or recorded >= since):
             lines = [line for line in error["stack_trace"].splitlines() if line.strip()]
             return f"{error['filename']}: {lines[-1].strip() if lines else 'no trace recorded'}"
     return None
@@ -108,19 +108,27 @@ def wait_for_dag(api: AirflowApi, *, since: datetime | None = None) -> None:
     deadline = time.monotonic() + PARSE_TIMEOUT_SECONDS
     answer = None
     while time.monotonic() < deadline:
-        failure = import_failure(api.get("/importErrors", params={"limit": 100}), since=since)
+        # The file's path in the DAG bundle, matched exactly (the whole list may be long).
+        failure = import_failure(api.get("/importErrors", params={"filename": DAG_FILE}), since=since)
         if failure:
             raise ComponentError(
                 f"airflow: the DAG file does not import in the deployment: {failure}; the whole trace: "
-                f"{api.base_url}/api/v2/importErrors (or the UI's DAG import errors)"
+                f"{api.base_url}/api/v2/importErrors?filename={DAG_FILE} (or the UI's DAG import errors)"
             )
         answer = api.request("GET", f"/dags/{DAG_ID}")
         if answer.status_code == 200 and _parsed_since(answer.json(), since):
             return
         time.sleep(POLL_SECONDS)
-    said = f"{answer.status_code} {answer.text[:200]}" if answer is not None else "nothing"
+    if answer is not None and answer.status_code == 200:
+        said = f"last parsed at {answer.json().get('last_parsed_time')}, the upgrade ended at {since}"
+    else:
+        said = (
+            f"the api-server answered {answer.status_code} {answer.text[:200]}"
+            if answer is not None
+            else "no answer"
+        )
     raise ComponentError(
-        f"airflow: {DAG_ID} not parsed after {PARSE_TIMEOUT_SECONDS} s (the api-server answered {said}); "
+        f"airflow: {DAG_ID} not parsed after {PARSE_TIMEOUT_SECONDS} s ({said}); "
         "see the dag-processor's log: kubectl -n airflow logs deployment/airflow-dag-processor"
     )
 
@@ -220,14 +228,14 @@ def main() -> int:
         return 1
     deployment = AirflowDeployment(environment)
     # An upgraded release must parse the DAG anew: what the api-server served before may be stale.
-    since: datetime | None = datetime.now(UTC)
+    since: datetime | None = None
     try:
         started = time.monotonic()
         if deployment.deploy():
+            since = datetime.now(UTC)  # the release before is gone: only the new one parses from now on
             print(f"airflow: release ready in {time.monotonic() - started:.0f} s", flush=True)
         else:
             print("airflow: the release is up to date", flush=True)
-            since = None
         ui = deployment.serve_ui(options.view_port)
     except ComponentError as error:
         print(error, file=sys.stderr)

@@ -24,20 +24,25 @@ def _answers(url: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``localenv.s3_server`` on a free loopback port, stopped afterwards."""
     (port,) = free_ports(1)
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "localenv.s3_server", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    log = tmp_path_factory.mktemp("s3-endpoint") / "server.log"
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "localenv.s3_server", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_for(
             lambda: server.poll() is not None or _answers(url), timeout=30, what=f"the S3 endpoint at {url}"
         )
-        assert server.poll() is None, f"the S3 endpoint on port {port} exited with {server.returncode}"
+        said = log.read_text(errors="replace")[-2000:]
+        assert server.poll() is None, (
+            f"the S3 endpoint on port {port} exited with {server.returncode}: {said}"
+        )
         yield url
     finally:
         server.terminate()

@@ -203,7 +203,7 @@ def test_an_unknown_param_is_refused_at_trigger_naming_it(airflow_api: AirflowAp
     assert airflow_api.get(f"/dags/{DAG_ID}/dagRuns")["total_entries"] == runs_before
 
 
-@pytest.mark.timeout(1200)  # two upgrades, each rolling every service out
+@pytest.mark.timeout(1200)  # two upgrades, each waiting for the dag-processor's rollout
 def test_a_dag_file_that_does_not_import_stops_the_demo_naming_the_cause(
     airflow_deployment: AirflowDeployment, airflow_api: AirflowApi
 ) -> None:
@@ -217,14 +217,13 @@ def test_a_dag_file_that_does_not_import_stops_the_demo_naming_the_cause(
     # The dag-processor's own setting: the upgrade restarts it alone.
     refused_setting = {"dagProcessor": {"KAI_SCALE_RESULTS_URL": "ftp://results.example/"}}
     refused = dataclasses.replace(tuned, component_env={**tuned.component_env, **refused_setting})
-    upgraded = datetime.now(UTC)
     try:
         assert airflow_deployment.deploy(refused) is True
         with pytest.raises(ComponentError) as stopped:
-            wait_for_dag(airflow_api, since=upgraded)
+            wait_for_dag(airflow_api, since=datetime.now(UTC))  # the release before is gone
     finally:
-        restored = datetime.now(UTC)
         airflow_deployment.deploy(tuned)
+        restored = datetime.now(UTC)
     said = str(stopped.value)
     assert said.startswith("airflow: the DAG file does not import in the deployment: "), said
     assert f"{DAG_ID}.py: " in said

@@ -65,11 +65,17 @@ def test_the_env_keeps_every_setting_of_both_values_files_and_overrides_replace_
 
 
 def test_a_services_own_settings_go_to_it_alone(deployment: AirflowDeployment) -> None:
-    """The chart's apiServer.env: an upgrade that changes them restarts the api-server and no other pod."""
+    """The chart's <service>.env: an upgrade that changes them restarts that service and no other pod."""
     prefix = {"name": "KAI_SCALE_RESULTS_PREFIX", "value": "test-view/Public/"}
-    values = _values(deployment, Overrides(component_env={"apiServer": {prefix["name"]: prefix["value"]}}))
+    url = {"name": "KAI_SCALE_RESULTS_URL", "value": "ftp://refused/"}
+    component_env = {
+        "apiServer": {prefix["name"]: prefix["value"]},
+        "dagProcessor": {url["name"]: url["value"]},
+    }
+    values = _values(deployment, Overrides(component_env=component_env))
     assert values["apiServer"] == {"env": [prefix]}
-    assert "dagProcessor" not in values
+    assert values["dagProcessor"] == {"env": [url]}
+    assert not {"KAI_SCALE_RESULTS_PREFIX", "KAI_SCALE_RESULTS_URL"} & _env(values).keys()
     assert "KAI_SCALE_RESULTS_PREFIX" not in _env(values)
     assert "apiServer" not in _values(deployment, Overrides())
 

@@ -69,9 +69,10 @@ def test_the_dag_files_import_error_since_the_upgrade_is_named_by_its_last_line(
     errors = {
         "import_errors": [
             _import_error("other_team.py", "2026-11-27T22:40:00Z", "SyntaxError: invalid syntax"),
+            _import_error("old_kai_scale_nightly.py", "2026-11-27T22:40:00Z", "NameError: another file"),
             _import_error("kai_scale_nightly.py", "2026-11-27T22:40:00.5Z", trace),
         ],
-        "total_entries": 2,
+        "total_entries": 3,
     }
     upgraded = datetime(2026, 11, 27, 22, 39, tzinfo=UTC)
     assert import_failure(errors, since=upgraded) == (
