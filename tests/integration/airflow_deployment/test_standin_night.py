@@ -73,7 +73,6 @@ def night(
     """The release with the stand-in scenarios and runner image, and a night of every scenario."""
     push_test_runner_image(local_env)
     tuned = airflow_deployment.overrides
-    upgraded = datetime.now(UTC)
     airflow_deployment.deploy(
         dataclasses.replace(
             tuned,
@@ -83,7 +82,7 @@ def night(
             },
         )
     )
-    wait_for_dag(airflow_api, since=upgraded)
+    wait_for_dag(airflow_api, since=datetime.now(UTC))  # the release before is gone
     run_id = trigger(airflow_api, {"node_count": NODE_COUNT})
     state = follow(airflow_api, run_id)
     summary = run_summary(airflow_api, run_id)
