@@ -7,21 +7,7 @@ import asyncio
 import pytest
 
 from kai_scale_model.waiting import Deadline, WaitTimeout, wait_for, wait_for_async
-
-
-class Clock:
-    """Time that moves only when the waiter sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from tests.clock import Clock
 
 
 def test_the_answer_that_holds_is_returned_after_as_many_sleeps_as_probes_before_it() -> None:

@@ -14,6 +14,7 @@ import pytest
 from kai_scale.cluster.kai_setup import KAI_ROLLOUT_POLL_SECONDS, tune_kai
 from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
+from tests.clock import Clock
 from tests.conftest import REPO
 from tests.unit.provider.cluster.kai_deployments import kai_deployment, scale_deployments
 
@@ -41,21 +42,6 @@ class StandInCluster:
     def deployment_objects(self, namespace: str) -> dict[str, dict[str, Any]]:
         self.namespaces.append(namespace)
         return next(self.polls, self.last)
-
-
-class Clock:
-    """Time that moves only when the step sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def _tune(cluster: StandInCluster, clock: Clock, *, profile: str = "scale", timeout: float = 30) -> list[str]:
