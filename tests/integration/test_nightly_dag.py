@@ -196,40 +196,6 @@ def test_an_unknown_param_fails_the_run_before_the_cluster_is_touched(
     assert "unknown param(s) 'node_cout'; the DAG's params are kai_ref, node_count" in output.out + output.err
 
 
-def test_prometheus_down_still_publishes_with_metrics_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_PROMETHEUS_DEFAULT", json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": 9})
-    )
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
-    states = _states(dag_run)
-    assert states["run_small_workload"] == "success"
-    assert states["collect_metrics"] == "failed"
-    assert states["publish_results"] == "failed", "published, then failed: metrics are missing"
-    assert states["tear_down_environment"] == "success"
-    output = capfd.readouterr()
-    assert "Prometheus at http://127.0.0.1:9 is unreachable" in output.out + output.err
-    published = published_run(_summary(dag_run)["run_id"])
-    assert published["results"]["results"]["status"] == "success", "the scenario's result is published"
-    missing = published["metrics"]["scenarios"]["small-workload"]
-    assert missing["status"] == "missing"
-    assert "Prometheus at <prometheus> is unreachable" in missing["reason"]
-    assert "prometheus" not in published["metrics"]
-    assert "127.0.0.1:9" not in json.dumps(published["metrics"]), "internal addresses stay internal"
-    internal = json.loads(
-        _s3()
-        .get_object(
-            Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{_summary(dag_run)['run_id']}/metrics.json"
-        )["Body"]
-        .read()
-    )
-    assert internal["prometheus"] == "http://127.0.0.1:9", "operators keep it in the internal copy"
-    assert {m["status"] for m in missing["metrics"].values()} == {"missing"}
-    assert len(published["entries"]) == 1
-
-
 def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAI_SCALE_RUNNER_IMAGE", "example.invalid/not-a-runner")
     include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
@@ -242,49 +208,6 @@ def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     assert (entry["status"], entry["failure_kind"]) == ("failure", "infrastructure")
     assert "produced no outcome" in entry["reason"]
     assert (summary["status"], summary["failure_kind"]) == ("failure", "infrastructure")
-
-
-def test_unreachable_cluster(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "gone",
-                "clusters": [
-                    {
-                        "name": "gone",
-                        "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True},
-                    }
-                ],
-                "users": [{"name": "gone", "user": {"token": "x"}}],
-                "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}],
-            }
-        )
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT",
-        json.dumps(
-            {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig), "in_cluster": False}}
-        ),
-    )
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
-    states = _states(dag_run)
-    assert states["setup.check_cluster"] == "failed"
-    assert states["run_small_workload"] == "upstream_failed"
-    # Teardown runs after a failed setup too; here it cannot reach the cluster either, and says so.
-    assert states["tear_down_environment"] == "failed"
-    captured = capfd.readouterr()
-    output = captured.out + captured.err
-    unreachable = "cannot reach the cluster of connection 'kubernetes_default' at https://127.0.0.1:9"
-    # The tasks' tracebacks name the function that raised: check_cluster's come first.
-    before_teardown, teardown_log = output.split(", in tear_down_environment", 1)
-    assert unreachable in before_teardown, "check_cluster names the cluster"
-    assert unreachable in teardown_log, "so does the teardown"
 
 
 def test_a_missing_bucket_is_named_by_the_tasks_that_need_it(
@@ -322,21 +245,6 @@ def _gpu_pod(core: client.CoreV1Api, namespace: str, name: str, labels: dict[str
             },
         },
     )
-
-
-def test_gpus_left_held_by_an_earlier_scenario_are_freed_first(
-    tmp_path: Path, core: client.CoreV1Api, capfd: pytest.CaptureFixture[str]
-) -> None:
-    """A failed KAI spec left a GPU job in one of the suite's namespaces: it goes before the next scenario."""
-    leftover = f"kai-e2e-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": leftover, "labels": {"app": "engine-e2e"}}})
-    _gpu_pod(core, leftover, "leftover-job", {})
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 2})
-    assert _states(dag_run)["run_small_workload"] == "success"
-    output = capfd.readouterr()
-    assert "deleted 1 namespaces of KAI's suite left by an earlier scenario" in output.out + output.err
-    assert "all nvidia.com/gpu free before small-workload" in output.out + output.err
 
 
 def test_gpus_held_by_someone_else_stop_the_scenario_naming_them(
