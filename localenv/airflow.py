@@ -68,6 +68,9 @@ WORKER_POD_LABEL = "kubernetes_executor"
 RECONNECT_SECONDS = 180
 # Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
 KUBECONFIG_IN_POD = "/opt/airflow/secrets/target-cluster/kubeconfig"
+# Overrides.scenarios: the ConfigMap of scenario files, and where Airflow's pods find them.
+SCENARIOS = "kai-scale-scenarios"
+SCENARIOS_IN_POD = "/opt/airflow/kai-scale-scenarios"
 # The monitoring chart's Prometheus as pods reach it: its Service (installs.yaml's release and namespace).
 PROMETHEUS_IN_CLUSTER = ("kube-prometheus-stack-prometheus.monitoring.svc", 9090)
 
@@ -80,6 +83,11 @@ class Overrides:
     """Settings of every Airflow container and worker pod."""
     config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """airflow.cfg values by section."""
+    scenarios: Mapping[str, str] = field(default_factory=dict)
+    """Scenario files (file name to YAML) in place of the image's, as a deployment changes them.
+
+    Without a new image: a ConfigMap mounted into every Airflow pod, named by ``KAI_SCALE_SCENARIOS_DIR``.
+    """
     component_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """One service's own settings, by its key in the chart (``apiServer``, ``dagProcessor``: its ``env``):
     changing them restarts no other pod."""
@@ -137,10 +145,16 @@ class AirflowDeployment:
         local = yaml.safe_load(LOCAL_VALUES.read_text())
         env = {entry["name"]: entry["value"] for entry in local["env"]}
         env |= {"KAI_SCALE_SOURCE_MIRRORS": json.dumps(mirrors), **overrides.env}
-        values: dict[str, Any] = {
-            "images": {"airflow": {"repository": repository, "tag": tag}},
-            "env": [{"name": name, "value": value} for name, value in env.items()],
-        }
+        values: dict[str, Any] = {"images": {"airflow": {"repository": repository, "tag": tag}}}
+        if overrides.scenarios:
+            env["KAI_SCALE_SCENARIOS_DIR"] = SCENARIOS_IN_POD
+            shipped = yaml.safe_load(VALUES.read_text())
+            values["volumes"] = [*shipped["volumes"], {"name": SCENARIOS, "configMap": {"name": SCENARIOS}}]
+            mount = {"name": SCENARIOS, "mountPath": SCENARIOS_IN_POD, "readOnly": True}
+            values["volumeMounts"] = [*shipped["volumeMounts"], mount]
+            # Pods restart when the files change: a ConfigMap's update alone reaches them late, one by one.
+            values["airflowPodAnnotations"] = {"kai-scale.dev/scenarios": _digest(overrides.scenarios)}
+        values["env"] = [{"name": name, "value": value} for name, value in env.items()]
         if overrides.config:
             values["config"] = {section: dict(options) for section, options in overrides.config.items()}
         for component, component_env in overrides.component_env.items():
@@ -152,7 +166,10 @@ class AirflowDeployment:
         return path
 
     def _secrets_manifest(self) -> str:
-        """The namespace and the Secrets values.yaml names (but the keys), as a deployer creates them."""
+        """What a deployer creates before the install: the namespace, the Secrets values.yaml names.
+
+        Also the ConfigMap of the overrides' scenario files, when they have some.
+        """
         config = self.config
         gateway = str(config.pod_network.gateway)
         aws = {
@@ -177,6 +194,15 @@ class AirflowDeployment:
             _secret("kai-scale-connections", {name: json.dumps(body) for name, body in connections.items()}),
             _secret("kai-scale-target-cluster", {"kubeconfig": self._kubeconfig_for_pods()}),
         ]
+        if self.overrides.scenarios:
+            documents.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": SCENARIOS, "namespace": NAMESPACE},
+                    "data": dict(self.overrides.scenarios),
+                }
+            )
         return "\n---\n".join(yaml.safe_dump(document) for document in documents)
 
     def _create_keys_once(self) -> None:
@@ -460,6 +486,10 @@ def _answers(url: str) -> bool:
         return httpx.get(f"{url}/api/v2/monitor/health", timeout=5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def _digest(files: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(dict(files), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _secret(name: str, data: dict[str, str]) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.cluster_errors import ApiError
 from kai_scale.object_keys import run_summary_key
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
-from kai_scale_model import labels
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
@@ -156,96 +155,6 @@ def _checkpublished_run(run_id: str, *, not_run: list[str]) -> dict[str, Any]:
     return published
 
 
-@pytest.mark.usefixtures("kai")
-def test_ginkgo_path_with_the_standin_suite(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str], core: client.CoreV1Api
-) -> None:
-    """The runner's full ginkgo path with the stand-in suite.
-
-    A pass, a failure and a truncated report each get their own outcome; the failure fails the run
-    but stops no other scenario, and teardown still runs. The signed upload URLs appear in no task
-    log (the failed pod's included), no XCom and not in the suite's environment, and their Secrets
-    are gone afterwards.
-    """
-    include = include_dir_with(
-        tmp_path,
-        {
-            "standin-pass": standin_scenario("pass"),
-            "standin-fail": standin_scenario("fail"),
-            "standin-truncated": standin_scenario("truncate"),
-        },
-    )
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 20})
-    states = _states(dag_run)
-    assert dag_run.state == "failed"
-    assert states["publish_results"] == "failed", (
-        "a failed scenario fails the run, after its summary is written"
-    )
-    assert states["run_standin_fail"] == "failed"
-    assert states["run_standin_pass"] == "success"
-    assert states["run_standin_truncated"] == "failed"
-    assert states["tear_down_environment"] == "success"
-    by_name = {entry["scenario"]: entry for entry in _summary(dag_run)["scenarios"]}
-
-    passed = by_name["standin-pass"]
-    assert passed["status"] == "success"
-    assert passed["outcome"]["tests"] == [
-        {
-            "test_name": "Fill Cluster with single GPU Jobs",
-            "status": "success",
-            "details": {"nodes": 20, "jobs": 160, "time": "6m36.737854402s"},
-        }
-    ]
-    report = (
-        _s3()
-        .get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=passed["ginkgo_report_key"])["Body"]
-        .read()
-    )
-    assert json.loads(report)[0]["SuiteSucceeded"] is True
-
-    failed = by_name["standin-fail"]
-    assert (failed["status"], failed["failure_kind"]) == ("failure", "scenario"), "the suite ran and failed"
-    assert "expected all 4000 pods to be scheduled" in failed["reason"]
-    assert failed["outcome"]["tests"][0]["status"] == "failure"
-
-    truncated = by_name["standin-truncated"]
-    assert truncated["status"] == "failure"
-    assert "Ginkgo JSON report is unreadable (truncated?)" in truncated["reason"]
-
-    published = published_run(_summary(dag_run)["run_id"])
-    assert (published["results"]["results"]["status"], published["results"]["results"]["failure_kind"]) == (
-        "failure",
-        "scenario",
-    )
-    merged = published["report"]
-    assert sorted(suite["SuiteSucceeded"] for suite in merged) == [False, True], (
-        "the pass and fail reports merged; the truncated one left out"
-    )
-    (entry,) = published["entries"]
-    assert entry["status"] == "failure"
-
-    output = capfd.readouterr()
-    logs = output.out + output.err
-    assert "stand-in suite: upload URLs in my environment: False" in logs
-    assert "stand-in suite: upload URLs in my environment: True" not in logs
-    assert "X-Amz-Signature" not in logs
-    assert "X-Amz-Signature" not in json.dumps(_xcom_values(dag_run.run_id))
-    secrets = core.list_namespaced_secret(
-        "kai-scale", label_selector=f"{labels.ROLE}={labels.RUNNER_OUTPUTS}"
-    )
-    assert secrets.items == [], "each try's URL Secret is deleted when its pod ends"
-
-
-def _xcom_values(airflow_run_id: str) -> list[Any]:
-    """Every XCom value the run's tasks pushed, from the metadata database."""
-    from airflow.models.xcom import XComModel  # noqa: PLC0415 - Airflow is configured by the fixture
-    from airflow.utils.session import create_session  # noqa: PLC0415
-
-    with create_session() as session:
-        rows = session.execute(XComModel.get_many(run_id=airflow_run_id)).scalars().all()
-        return [XComModel.deserialize_value(row) for row in rows]
-
-
 def test_a_tag_moved_between_two_nights_runs_the_image_it_points_at_now(
     tmp_path: Path, local_env: LocalEnvironment
 ) -> None:
@@ -287,40 +196,6 @@ def test_an_unknown_param_fails_the_run_before_the_cluster_is_touched(
     assert "unknown param(s) 'node_cout'; the DAG's params are kai_ref, node_count" in output.out + output.err
 
 
-def test_prometheus_down_still_publishes_with_metrics_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_PROMETHEUS_DEFAULT", json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": 9})
-    )
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
-    states = _states(dag_run)
-    assert states["run_small_workload"] == "success"
-    assert states["collect_metrics"] == "failed"
-    assert states["publish_results"] == "failed", "published, then failed: metrics are missing"
-    assert states["tear_down_environment"] == "success"
-    output = capfd.readouterr()
-    assert "Prometheus at http://127.0.0.1:9 is unreachable" in output.out + output.err
-    published = published_run(_summary(dag_run)["run_id"])
-    assert published["results"]["results"]["status"] == "success", "the scenario's result is published"
-    missing = published["metrics"]["scenarios"]["small-workload"]
-    assert missing["status"] == "missing"
-    assert "Prometheus at <prometheus> is unreachable" in missing["reason"]
-    assert "prometheus" not in published["metrics"]
-    assert "127.0.0.1:9" not in json.dumps(published["metrics"]), "internal addresses stay internal"
-    internal = json.loads(
-        _s3()
-        .get_object(
-            Bucket=localenv_settings.DEFAULT_BUCKET, Key=f"runs/{_summary(dag_run)['run_id']}/metrics.json"
-        )["Body"]
-        .read()
-    )
-    assert internal["prometheus"] == "http://127.0.0.1:9", "operators keep it in the internal copy"
-    assert {m["status"] for m in missing["metrics"].values()} == {"missing"}
-    assert len(published["entries"]) == 1
-
-
 def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAI_SCALE_RUNNER_IMAGE", "example.invalid/not-a-runner")
     include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
@@ -333,64 +208,6 @@ def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Monk
     assert (entry["status"], entry["failure_kind"]) == ("failure", "infrastructure")
     assert "produced no outcome" in entry["reason"]
     assert (summary["status"], summary["failure_kind"]) == ("failure", "infrastructure")
-
-
-@pytest.mark.usefixtures("kai")
-def test_scenario_past_its_timeout_is_stopped_and_the_others_run(tmp_path: Path) -> None:
-    include = include_dir_with(
-        tmp_path,
-        {"standin-hangs": standin_scenario("hang", timeout="5s"), "small-workload": workload_scenario()},
-    )
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
-    states = _states(dag_run)
-    assert states["run_standin_hangs"] == "failed"
-    assert states["run_small_workload"] == "success"
-    assert states["tear_down_environment"] == "success"
-    by_name = {entry["scenario"]: entry for entry in _summary(dag_run)["scenarios"]}
-    assert by_name["standin-hangs"]["status"] == "failure"
-
-
-def test_unreachable_cluster(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "gone",
-                "clusters": [
-                    {
-                        "name": "gone",
-                        "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True},
-                    }
-                ],
-                "users": [{"name": "gone", "user": {"token": "x"}}],
-                "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}],
-            }
-        )
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT",
-        json.dumps(
-            {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig), "in_cluster": False}}
-        ),
-    )
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 10})
-    states = _states(dag_run)
-    assert states["setup.check_cluster"] == "failed"
-    assert states["run_small_workload"] == "upstream_failed"
-    # Teardown runs after a failed setup too; here it cannot reach the cluster either, and says so.
-    assert states["tear_down_environment"] == "failed"
-    captured = capfd.readouterr()
-    output = captured.out + captured.err
-    unreachable = "cannot reach the cluster of connection 'kubernetes_default' at https://127.0.0.1:9"
-    # The tasks' tracebacks name the function that raised: check_cluster's come first.
-    before_teardown, teardown_log = output.split(", in tear_down_environment", 1)
-    assert unreachable in before_teardown, "check_cluster names the cluster"
-    assert unreachable in teardown_log, "so does the teardown"
 
 
 def test_a_missing_bucket_is_named_by_the_tasks_that_need_it(
@@ -428,21 +245,6 @@ def _gpu_pod(core: client.CoreV1Api, namespace: str, name: str, labels: dict[str
             },
         },
     )
-
-
-def test_gpus_left_held_by_an_earlier_scenario_are_freed_first(
-    tmp_path: Path, core: client.CoreV1Api, capfd: pytest.CaptureFixture[str]
-) -> None:
-    """A failed KAI spec left a GPU job in one of the suite's namespaces: it goes before the next scenario."""
-    leftover = f"kai-e2e-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": leftover, "labels": {"app": "engine-e2e"}}})
-    _gpu_pod(core, leftover, "leftover-job", {})
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 2})
-    assert _states(dag_run)["run_small_workload"] == "success"
-    output = capfd.readouterr()
-    assert "deleted 1 namespaces of KAI's suite left by an earlier scenario" in output.out + output.err
-    assert "all nvidia.com/gpu free before small-workload" in output.out + output.err
 
 
 def test_gpus_held_by_someone_else_stop_the_scenario_naming_them(

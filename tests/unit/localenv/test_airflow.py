@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localenv.airflow import LOCAL_VALUES, AirflowDeployment, Overrides
+from localenv.airflow import LOCAL_VALUES, SCENARIOS, SCENARIOS_IN_POD, VALUES, AirflowDeployment, Overrides
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
 
@@ -78,3 +78,21 @@ def test_a_services_own_settings_go_to_it_alone(deployment: AirflowDeployment) -
     assert not {"KAI_SCALE_RESULTS_PREFIX", "KAI_SCALE_RESULTS_URL"} & _env(values).keys()
     assert "KAI_SCALE_RESULTS_PREFIX" not in _env(values)
     assert "apiServer" not in _values(deployment, Overrides())
+
+
+def test_scenario_files_reach_every_pod_beside_the_shipped_volumes(deployment: AirflowDeployment) -> None:
+    """Helm replaces lists: the shipped values' volumes (the target cluster's kubeconfig) are kept."""
+    shipped = yaml.safe_load(VALUES.read_text())
+    files = {"standin-hangs.yaml": "name: standin-hangs\n"}
+    values = _values(deployment, Overrides(scenarios=files))
+    assert _env(values)["KAI_SCALE_SCENARIOS_DIR"] == SCENARIOS_IN_POD
+    assert values["volumes"] == [*shipped["volumes"], {"name": SCENARIOS, "configMap": {"name": SCENARIOS}}]
+    assert values["volumeMounts"][: len(shipped["volumeMounts"])] == shipped["volumeMounts"]
+    assert values["volumeMounts"][-1]["mountPath"] == SCENARIOS_IN_POD
+    changed = _values(
+        deployment, Overrides(scenarios={**files, "small-workload.yaml": "name: small-workload\n"})
+    )
+    assert values["airflowPodAnnotations"] != changed["airflowPodAnnotations"], "new files restart the pods"
+    plain = _values(deployment, Overrides())
+    assert not {"volumes", "volumeMounts", "airflowPodAnnotations"} & plain.keys()
+    assert "KAI_SCALE_SCENARIOS_DIR" not in _env(plain)

@@ -23,6 +23,8 @@ from kai_scale_model import runner_interface
 from kai_scale_model.durations import parse_duration
 
 DEFAULT_RUNNER_IMAGE = runner_interface.IMAGE_REPOSITORY
+# The namespace of the runner pods and of what the runs create besides (KAI_SCALE_NAMESPACE).
+DEFAULT_NAMESPACE = "kai-scale"
 # The SMTP provider's default connection.
 DEFAULT_SMTP_CONN_ID = "smtp_default"
 _ADDRESS = re.compile(r"[^\s<>@,;]+@[^\s<>@,;]+")
@@ -328,7 +330,7 @@ class PipelineSettings:
             results_bucket=results.bucket,
             results_prefix=results.prefix,
             results_url=results_url,
-            namespace=os.environ.get("KAI_SCALE_NAMESPACE", "kai-scale"),
+            namespace=os.environ.get("KAI_SCALE_NAMESPACE", DEFAULT_NAMESPACE),
             runner_image=os.environ.get("KAI_SCALE_RUNNER_IMAGE", DEFAULT_RUNNER_IMAGE),
             system_node_selector=_node_selector("KAI_SCALE_SYSTEM_NODE_SELECTOR"),
             system_tolerations=_tolerations("KAI_SCALE_SYSTEM_TOLERATIONS"),
