@@ -318,7 +318,9 @@ def test_a_scenario_past_its_timeout_is_stopped_and_the_others_run(night: Standi
     hung = night.entry("standin-hangs")
     assert hung["status"] == "failure"
     assert "the runner pod produced no outcome" in hung["reason"], hung["reason"]
-    assert "mode=hang" in night.log_of(scenario_task_id("standin-hangs")), "the suite started, and hung"
+    log = night.log_of(scenario_task_id("standin-hangs"))
+    assert "mode=hang" in log, "the suite started, and hung"
+    assert "scenario standin-hangs failed: stopped at its timeout (5s)" in log, "the task's error says why"
     # The stand-in hangs for an hour: its pod was stopped at the scenario's deadline (5 s), not at the end.
     assert night.instances[scenario_task_id("standin-hangs")]["duration"] < 300
     assert night.state_of("small-workload") == "success"
