@@ -18,6 +18,7 @@ from kai_scale.object_keys import manifest_key, published_keys
 from kai_scale.scenario_files import load_scenarios
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from localenv import settings as localenv_settings
+from localenv.airflow import TASK_LOGS_PREFIX
 from localenv.environment import LocalEnvironment
 from tests.conftest import REPO
 
@@ -118,3 +119,16 @@ def published_run(run_id: str) -> dict[str, Any]:
         "manifest_runs": manifest["runs"],
         "results_key": keys.results,
     }
+
+
+def task_logs(run_id: str) -> dict[str, str]:
+    """The deployed Airflow's task logs of the run ``run_id`` (remote logging to the bucket), by key."""
+    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    bucket = localenv_settings.DEFAULT_BUCKET
+    logs = {}
+    prefix = f"{TASK_LOGS_PREFIX}dag_id={DAG_ID}/run_id={run_id}/"
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+            logs[item["Key"]] = body.decode(errors="replace")
+    return logs

@@ -45,7 +45,7 @@ from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
 from kai_scale_model import labels
 from localenv import settings as localenv_settings
-from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment
+from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment
 from localenv.airflow import RELEASE as AIRFLOW_RELEASE
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
@@ -61,7 +61,7 @@ from tests.integration.airflow_deployment.cluster_state import (
     release_statuses,
     releases,
 )
-from tests.integration.airflow_env import published_run, read_json
+from tests.integration.airflow_env import published_run, read_json, task_logs
 from tests.integration.real_kai import switch_scheduler
 from tests.waiting import wait_for
 
@@ -527,15 +527,7 @@ def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(
     )
     assert not [task for task in unselected if night.instances[task]["hostname"]], "no worker pod"
     # Every task's log is in S3 once its pod is gone, and no log holds a presigned URL's signature.
-    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
-    logs = {}
-    prefix = f"{TASK_LOGS_PREFIX}dag_id={DAG_ID}/run_id={night.run_id}/"
-    for page in s3.get_paginator("list_objects_v2").paginate(
-        Bucket=localenv_settings.DEFAULT_BUCKET, Prefix=prefix
-    ):
-        for item in page.get("Contents", []):
-            body = s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=item["Key"])["Body"].read()
-            logs[item["Key"]] = body.decode(errors="replace")
+    logs = task_logs(night.run_id)
     logged_tasks = {key.split("task_id=")[1].split("/")[0] for key in logs}
     assert logged_tasks == {ti["task_id"] for ti in night.instances.values() if ti["hostname"]}
     assert not [key for key, text in logs.items() if "X-Amz-Signature" in text]

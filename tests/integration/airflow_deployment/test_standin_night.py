@@ -43,14 +43,15 @@ from kai_scale.operators.scenario_pod import scenario_task_id
 from kai_scale.settings import DEFAULT_NAMESPACE
 from kai_scale_model import labels
 from localenv import settings as localenv_settings
-from localenv.airflow import NAMESPACE, TASK_LOGS_PREFIX, AirflowApi, AirflowDeployment
-from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger, wait_for_dag
+from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment
+from localenv.demo import follow, run_path, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
     TEST_RUNNER_IMAGE,
     published_run,
     push_test_runner_image,
     standin_scenario,
+    task_logs,
     workload_scenario,
 )
 from tests.integration.cluster_faults import restart_api_server
@@ -255,22 +256,8 @@ def _night(
         state=state,
         instances={ti["task_id"]: ti for ti in task_instances(api, run_id)},
         summary=run_summary(api, run_id) or {},
-        logs=_task_logs(run_id),
+        logs=task_logs(run_id),
     )
-
-
-def _task_logs(run_id: str) -> dict[str, str]:
-    """The run's task logs in the bucket (remote logging), by key."""
-    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
-    logs = {}
-    prefix = f"{TASK_LOGS_PREFIX}dag_id={DAG_ID}/run_id={run_id}/"
-    bucket = localenv_settings.DEFAULT_BUCKET
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            logs[item["Key"]] = (
-                s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read().decode(errors="replace")
-            )
-    return logs
 
 
 @pytest.mark.timeout(2400)  # the module's night: an upgrade, the setup, six scenarios
@@ -331,7 +318,9 @@ def test_a_scenario_past_its_timeout_is_stopped_and_the_others_run(night: Standi
     hung = night.entry("standin-hangs")
     assert hung["status"] == "failure"
     assert "the runner pod produced no outcome" in hung["reason"], hung["reason"]
-    assert "mode=hang" in night.log_of(scenario_task_id("standin-hangs")), "the suite started, and hung"
+    log = night.log_of(scenario_task_id("standin-hangs"))
+    assert "mode=hang" in log, "the suite started, and hung"
+    assert "scenario standin-hangs failed: stopped at its timeout (5s)" in log, "the task's error says why"
     # The stand-in hangs for an hour: its pod was stopped at the scenario's deadline (5 s), not at the end.
     assert night.instances[scenario_task_id("standin-hangs")]["duration"] < 300
     assert night.state_of("small-workload") == "success"

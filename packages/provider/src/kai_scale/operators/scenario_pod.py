@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
@@ -22,6 +22,7 @@ from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
 from kai_scale_model import labels
 from kai_scale_model import runner_interface as interface
+from kai_scale_model.durations import format_duration
 from kai_scale_model.scenario import Scenario
 
 RUNNER_SERVICE_ACCOUNT = "kai-scale-runner"
@@ -63,8 +64,22 @@ def container_exit_code(pod: k8s.V1Pod | None, container: str) -> int | None:
     return int(terminated.exit_code) if terminated else None
 
 
-def scenario_task_error(*, scenario: str, exit_code: int | None, error: object) -> str:
-    """The scenario task's error: whether its scenario failed or did not run, then what the pod said."""
+def stopped_at_its_deadline(pod: k8s.V1Pod | None) -> bool:
+    """Whether Kubernetes stopped the pod at its ``activeDeadlineSeconds`` (the scenario's timeout)."""
+    return pod is not None and pod.status is not None and pod.status.reason == "DeadlineExceeded"
+
+
+def scenario_task_error(
+    *, scenario: str, exit_code: int | None, error: object, timed_out_after: timedelta | None = None
+) -> str:
+    """The scenario task's error: whether its scenario failed or did not run, then what the pod said.
+
+    ``timed_out_after``: the scenario's timeout, when its pod was stopped at it; said first, since
+    the pod's own last words are then only what it had printed so far.
+    """
+    if timed_out_after is not None:
+        timeout = format_duration(timed_out_after)
+        return f"scenario {scenario} failed: stopped at its timeout ({timeout}): {error}"
     ended = "did not run" if exit_code == interface.NOT_RUN_EXIT_CODE else "failed"
     return f"scenario {scenario} {ended}: {error}"
 
@@ -157,8 +172,14 @@ class ScenarioPodOperator(KubernetesPodOperator):
             return super().execute(context)
         except Exception as error:
             exit_code = container_exit_code(self.remote_pod, self.base_container_name)
+            timed_out = stopped_at_its_deadline(self.remote_pod)
             raise AirflowFailException(
-                scenario_task_error(scenario=self.scenario.name, exit_code=exit_code, error=error)
+                scenario_task_error(
+                    scenario=self.scenario.name,
+                    exit_code=exit_code,
+                    error=error,
+                    timed_out_after=self.scenario.timeout if timed_out else None,
+                )
             ) from error
         finally:
             window = {"start": started, "end": datetime.now(UTC).isoformat()}
