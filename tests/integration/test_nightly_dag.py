@@ -6,7 +6,6 @@ setup -> scenarios -> metrics -> publishing -> teardown, with the local Promethe
 from __future__ import annotations
 
 import json
-import uuid
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -23,11 +22,9 @@ from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import settings as localenv_settings
 from localenv.environment import LocalEnvironment
 from tests.integration.airflow_env import (
-    TEST_RUNNER_IMAGE,
     include_dir_with,
     nightly_dag,
     published_run,
-    standin_scenario,
     workload_scenario,
 )
 from tests.waiting import wait_for
@@ -153,34 +150,6 @@ def _checkpublished_run(run_id: str, *, not_run: list[str]) -> dict[str, Any]:
     assert (entry["failure_kind"], entry["failed_scenarios"]) == (None, [])
     assert sorted(entry["not_run_scenarios"]) == not_run
     return published
-
-
-def test_a_tag_moved_between_two_nights_runs_the_image_it_points_at_now(
-    tmp_path: Path, local_env: LocalEnvironment
-) -> None:
-    """The node keeps the first night's image under that tag; only pulling again gets the new one."""
-    include = include_dir_with(tmp_path, {"quick-suite": standin_scenario("pass")})
-    registry = local_env.registry()
-    night_conf = {"node_count": 2, "runner_tag": "moving-tag"}
-    ran = []
-    for night in ("first", "second"):
-        # Another image under the same tag each night: the stand-in runner with one more file.
-        marker = tmp_path / f"{night}-night"
-        marker.write_text(f"{night} night {uuid.uuid4()}\n")
-        registry.push_with_file(
-            base=f"{TEST_RUNNER_IMAGE}:main",
-            reference=f"{TEST_RUNNER_IMAGE}:moving-tag",
-            file=marker,
-            path_in_image="/night",
-        )
-        pushed = registry.digest(f"{TEST_RUNNER_IMAGE}:moving-tag")
-        dag_run = nightly_dag(include).test(run_conf=night_conf)
-        assert _states(dag_run)["run_quick_suite"] == "success"
-        ran.append((pushed, _summary(dag_run)["runner_image_ids"]["quick-suite"]))
-    (first_pushed, first_ran), (second_pushed, second_ran) = ran
-    assert first_pushed != second_pushed
-    assert first_ran == f"{TEST_RUNNER_IMAGE}@{first_pushed}"
-    assert second_ran == f"{TEST_RUNNER_IMAGE}@{second_pushed}", "the second night ran what the tag names now"
 
 
 def test_an_unknown_param_fails_the_run_before_the_cluster_is_touched(

@@ -4,7 +4,8 @@ The environment is restarted first, so the cluster holds what a cluster admin in
 from source) and nothing of the pipeline's; then the official chart 1.21.0 is installed as make demo
 installs it (deploy/airflow/values.yaml, the local overlay) with RELEASE_TUNING. The modules run with
 the other tests that restart the environment, after every other test (the restarted cluster has a new
-CA); the release is removed after the last of them.
+CA); the release is removed after the last of them. The nights the modules read (nights.py) are run
+once for the package, in order.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import pytest
 from kubernetes import client, config
 
 from localenv.airflow import AirflowApi, AirflowDeployment, Overrides
+from localenv.demo import wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
+from tests.integration.airflow_deployment import nights
 from tests.integration.airflow_deployment.cluster_state import BareCluster, infrastructure, releases
+from tests.integration.airflow_deployment.nights import Night, deployed_scenario_files
 from tests.waiting import free_ports
 
 # What points boto3 and Airflow's connection in this process at the local bucket, and names it.
@@ -32,10 +36,12 @@ S3_VARIABLES = (
 
 # Deployment settings of the release under test, as an operator would tune them: a lost worker's retry
 # starts within seconds (the runner it reattaches to is still running), and a scheduler counts a killed
-# one dead, and resets its tasks, within half a minute instead of five.
+# one dead, and resets its tasks, within half a minute instead of five. Its scenario files are the
+# shipped ones and the stand-ins (a ConfigMap, as a deployment changes its scenarios without an image).
 RELEASE_TUNING = Overrides(
     env={"KAI_SCALE_RETRY_DELAY_SECONDS": "5"},
     config={"scheduler": {"scheduler_health_check_threshold": "20", "orphaned_tasks_check_interval": "10"}},
+    scenarios=deployed_scenario_files(),
 )
 
 
@@ -94,3 +100,28 @@ def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
     yield api
     api.close()
     airflow_deployment.stop_ui(port)
+
+
+@pytest.fixture(scope="package")
+def first_night(airflow_api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnvironment) -> Night:
+    """nights.first_night: KAI's real suite on the bare cluster, its workers and scheduler lost."""
+    wait_for_dag(airflow_api)
+    return nights.first_night(airflow_api, core, local_env)
+
+
+@pytest.fixture(scope="package")
+def second_night(
+    first_night: Night, airflow_api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnvironment
+) -> Night:
+    """nights.second_night: the stand-in scenarios on the first night's setup, with faults; one cleared."""
+    if first_night.state != "success":
+        pytest.fail(f"the first night {first_night.run_id} ended {first_night.state}: no second night on it")
+    return nights.second_night(airflow_api, core, local_env)
+
+
+@pytest.fixture(scope="package")
+def night_without_its_cluster(
+    second_night: Night, airflow_api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnvironment
+) -> Night:
+    """nights.night_without_its_cluster, after the others (it changes the cluster connection for its run)."""
+    return nights.night_without_its_cluster(airflow_api, core, local_env)

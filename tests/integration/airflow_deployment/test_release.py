@@ -1,23 +1,21 @@
-"""Two nights of the shipped DAG on Airflow as its users run it, on a bare cluster, with KAI's real suite.
+"""Airflow as its users run it, on a bare cluster: the release, its REST API, and KAI's real suite on it.
 
 Airflow is the official chart 1.21.0 as its maintainers ship it, with deploy/airflow/values.yaml and
 the local overlay: api-server, scheduler, dag-processor, triggerer and statsd on the system node, the
 metadata database in the local PostgreSQL outside the cluster, KubernetesExecutor worker pods, task
-logs in S3. Each night is triggered through the deployed api-server's REST API, as make demo does.
+logs in S3. Each night is triggered through the deployed api-server's REST API, as make demo does
+(nights.py).
 
 The cluster is bare (conftest.py): the first night's setup installs KWOK, kwok-operator, the fake GPU
 operator and the monitoring stack from their pinned sources (the local mirror), the second finds them.
 The deployed api-server refuses bad confs: bad values by Airflow's own check of the params, an unknown
 key by the plugin's trigger guard.
 
-The nights meet what a deployment meets (docs/reliability.md). In the first, the scheduler and the
-worker of ``sanity-fill-cluster`` are killed (SIGKILL to their processes) while its runner runs, and a
-scheduler comes back only once that runner finished: the retry adopts its outputs. Then the worker of
+The first night meets what a deployment meets (docs/reliability.md): the scheduler and the worker of
+``sanity-fill-cluster`` are killed (SIGKILL to their processes) while its runner runs, and a scheduler
+comes back only once that runner finished: the retry adopts its outputs. Then the worker of
 ``whole-gpu-pending-background`` is killed while its runner runs (the retry reattaches to it) and
-PostgreSQL is restarted while the retry waits. In the second, KAI's scheduler is switched off once the
-setup tuned KAI: the one scenario does not run (the run is published incomplete), KAI is switched on,
-and clearing that scenario through the REST API re-runs it and what follows it; the published entry is
-replaced in place.
+PostgreSQL is restarted while the retry waits. The second night's own tests: test_standin_night.py.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,44 +33,42 @@ import boto3
 import httpx
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from kai_scale.metrics.profile import load_profile
 from kai_scale.object_keys import scenario_outputs
 from kai_scale.operators.scenario_pod import scenario_task_id
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
-from kai_scale_model import labels
 from localenv import settings as localenv_settings
 from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment
 from localenv.airflow import RELEASE as AIRFLOW_RELEASE
-from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger, wait_for_dag
+from localenv.demo import DAG_ID, run_path, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
-from localenv.node import NODE_NAME, SYSTEM_NODE_LABEL
+from localenv.node import SYSTEM_NODE_LABEL
 from localenv.processes import ComponentError
 from tests.conftest import REPO
 from tests.integration.airflow_deployment.cluster_state import (
     INFRASTRUCTURE_DEPLOYMENTS,
     INFRASTRUCTURE_RELEASES,
     BareCluster,
-    infrastructure,
     release_statuses,
     releases,
 )
-from tests.integration.airflow_env import published_run, read_json, task_logs
-from tests.integration.real_kai import switch_scheduler
+from tests.integration.airflow_deployment.nights import (
+    ADOPTED,
+    ALL_SCENARIOS,
+    NODE_COUNT,
+    NOTHING_LEFT,
+    REATTACHED,
+    Night,
+    airflow_pods,
+)
+from tests.integration.airflow_env import published_run, read_json
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.restarts_local_env, pytest.mark.usefixtures("s3_from_this_machine")]
 
-NODE_COUNT = 20
-# The first night loses the worker of each: ADOPTED's while the scheduler is down, REATTACHED's not.
-ADOPTED, REATTACHED = "sanity-fill-cluster", "whole-gpu-pending-background"
-FIRST_NIGHT = (ADOPTED, REATTACHED)
-# The second night's point is finding the first's setup, and a cleared scenario: one keeps it short.
-SECOND_NIGHT = ("sanity-fill-cluster",)
-ALL_SCENARIOS = {path.stem for path in (REPO / "include" / "scenarios").glob("*.yaml")}
 # The entries KAI's suite writes for each scenario's specs (test/e2e/scale/kwok_test.go).
 SUITE_TESTS = {
     "sanity-fill-cluster": {
@@ -88,21 +83,15 @@ SUITE_TESTS = {
 GO_DURATION = re.compile(r"^(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)$")
 
 
-def _pods(core: client.CoreV1Api, component: str) -> list[client.V1Pod]:
-    """The component's pods, less those of an earlier revision still shutting down."""
-    pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"component={component}").items
-    return [pod for pod in pods if pod.metadata.deletion_timestamp is None]
-
-
 @pytest.mark.timeout(1200)
 def test_the_chart_runs_airflow_on_the_system_node_with_the_database_outside(
     airflow_deployment: AirflowDeployment, core: client.CoreV1Api, local_env: LocalEnvironment
 ) -> None:
     for component in ("api-server", "scheduler", "dag-processor", "triggerer", "statsd"):
-        (pod,) = _pods(core, component)
+        (pod,) = airflow_pods(core, component)
         assert pod.status.phase == "Running", component
         assert pod.spec.node_selector == {SYSTEM_NODE_LABEL: "system"}, component
-    (scheduler,) = _pods(core, "scheduler")
+    (scheduler,) = airflow_pods(core, "scheduler")
     image = local_env.built_images().airflow_image
     assert scheduler.spec.containers[0].image == image, "the image built from docker/airflow/Dockerfile"
     config_map = core.read_namespaced_config_map("airflow-config", NAMESPACE).data["airflow.cfg"]
@@ -231,211 +220,12 @@ def test_a_dag_file_that_does_not_import_stops_the_demo_naming_the_cause(
     wait_for_dag(airflow_api, since=restored)
 
 
-@dataclass(frozen=True)
-class Night:
-    """A run of the shipped DAG on the deployment, and the cluster's infrastructure after it."""
-
-    run_id: str
-    """Airflow's run id."""
-    scenarios: tuple[str, ...]
-    state: str
-    instances: dict[str, dict[str, Any]]
-    """The run's task instances by task id, as the REST API lists them."""
-    summary: dict[str, Any] | None
-    pipeline_run_id: str
-    """The pipeline's run id, under which it published."""
-    infrastructure: dict[str, str]
-    lost_runners: dict[str, client.V1Pod]
-    """By scenario: the runner pod that ran while the scenario's worker was killed."""
-    failed_entry: dict[str, Any] | None
-    """The manifest entry of the run before a failed scenario of it was cleared."""
-
-
-@pytest.fixture(scope="module")
-def nights(
-    airflow_api: AirflowApi, local_env: LocalEnvironment, core: client.CoreV1Api
-) -> tuple[Night, Night]:
-    """Two nights in a row, each triggered through the REST API as make demo does, each with its faults.
-
-    Each is checked as soon as it ends (``_check_night``), so what the first published and left behind
-    is seen before the second night's setup and teardown could hide it, and a failed first night
-    stops the module before a second is run.
-    """
-    wait_for_dag(airflow_api)
-
-    def night(
-        run_id: str,
-        scenarios: tuple[str, ...],
-        lost_runners: dict[str, client.V1Pod],
-        failed_entry: dict[str, Any] | None = None,
-    ) -> Night:
-        state = follow(airflow_api, run_id)
-        instances = {ti["task_id"]: ti for ti in task_instances(airflow_api, run_id)}
-        summary = run_summary(airflow_api, run_id)
-        return Night(
-            run_id=run_id,
-            scenarios=scenarios,
-            state=state,
-            instances=instances,
-            summary=summary,
-            pipeline_run_id=_check_night(scenarios, state, instances, summary, local_env),
-            infrastructure=infrastructure(local_env),
-            lost_runners=lost_runners,
-            failed_entry=failed_entry,
-        )
-
-    first_run = trigger(airflow_api, {"node_count": NODE_COUNT, "scenarios": list(FIRST_NIGHT)})
-    lost = _lose_workers(airflow_api, first_run, core, local_env)
-    first = night(first_run, FIRST_NIGHT, lost)
-    second_run, failed_entry = _failed_then_cleared(airflow_api, core, local_env)
-    return first, night(second_run, SECOND_NIGHT, {}, failed_entry)
-
-
-def _lose_workers(
-    api: AirflowApi, run_id: str, core: client.CoreV1Api, local_env: LocalEnvironment
-) -> dict[str, client.V1Pod]:
-    """The first night's faults, each while a runner runs; the runner pods of the lost workers.
-
-    ADOPTED: the scheduler and the worker are killed; a scheduler comes back once the runner finished
-    and counts the killed one dead. REATTACHED: the worker is killed; PostgreSQL restarts while the
-    retry waits.
-    """
-    adopted = _runner_in(core, ADOPTED, "Running")
-    worker = _running_worker(api, run_id, ADOPTED)
-    (scheduler,) = _pods(core, "scheduler")
-    # Killed, so that its job is never ended; then held down (scaling down alone would stop it cleanly).
-    _kill_processes(local_env, scheduler.metadata.name, container="scheduler")
-    local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=0")
-    _kill_worker(local_env, core, worker)
-    _runner_in(core, ADOPTED, "Succeeded")
-    local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1")
-
-    reattached = _runner_in(core, REATTACHED, "Running")
-    _kill_worker(local_env, core, _running_worker(api, run_id, REATTACHED))
-    _running_worker(api, run_id, REATTACHED, try_number=2)
-    database = local_env.postgres()
-    database.stop()
-    database.start()
-    return {ADOPTED: adopted, REATTACHED: reattached}
-
-
-def _kill_worker(local_env: LocalEnvironment, core: client.CoreV1Api, pod: str) -> None:
-    """SIGKILL to every process of a worker pod but its init, as when its node dies or it runs out of memory.
-
-    Deleting the pod would not do: its task is told (SIGTERM) and stops its runner pod on the way out,
-    as it must when a person marks the task failed.
-    """
-    _kill_processes(local_env, pod, container="base")
-
-    def failed() -> bool:
-        try:
-            return str(core.read_namespaced_pod(pod, NAMESPACE).status.phase) == "Failed"
-        except ApiException as error:  # the executor may delete the pod once it saw it fail
-            return bool(error.status == 404)
-
-    wait_for(failed, timeout=60, what=f"the killed worker pod {pod} to fail", interval=1)
-
-
-def _kill_processes(local_env: LocalEnvironment, pod: str, *, container: str) -> None:
-    """SIGKILL to every process of the container but its init (dumb-init, which then exits too)."""
-    local_env.kubectl(
-        "exec",
-        f"--namespace={NAMESPACE}",
-        pod,
-        f"--container={container}",
-        "--",
-        "bash",
-        "-c",
-        "kill -9 -1",
-        check=False,
-    )
-
-
-def _runner_in(core: client.CoreV1Api, scenario: str, phase: str) -> client.V1Pod:
-    """The scenario's runner pod, once it is in ``phase``."""
-    selector = f"{labels.SCENARIO}={scenario},{labels.ROLE}={labels.RUNNER}"
-
-    def found() -> client.V1Pod | None:
-        pods = core.list_pod_for_all_namespaces(label_selector=selector).items
-        return next((pod for pod in pods if pod.status.phase == phase), None)
-
-    return wait_for(found, timeout=1500, what=f"{scenario}'s runner pod in phase {phase}", interval=2)
-
-
-def _running_worker(api: AirflowApi, run_id: str, scenario: str, *, try_number: int = 1) -> str:
-    """The worker pod running the scenario's task (its try ``try_number``): the task's hostname."""
-    task = scenario_task_id(scenario)
-
-    def running() -> str | None:
-        ti = api.get(f"{run_path(run_id)}/taskInstances/{task}")
-        ok = ti["state"] == "running" and ti["try_number"] == try_number and ti["hostname"]
-        return str(ti["hostname"]) if ok else None
-
-    return wait_for(running, timeout=600, what=f"{task}'s try {try_number} to run", interval=2)
-
-
-def _failed_then_cleared(
-    api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnvironment
-) -> tuple[str, dict[str, Any]]:
-    """The second night: its scenario does not run while KAI's scheduler is off; cleared once it is on.
-
-    The setup tunes KAI first (waiting for KAI's rollout), so KAI is switched off after it. The run is
-    published incomplete; the clear (as an engineer does it from the UI) re-runs the scenario with the
-    setup, metrics, publishing and teardown. The run's id and the manifest entry of the first try.
-    """
-    (scenario,) = SECOND_NIGHT
-    task = scenario_task_id(scenario)
-    run_id = trigger(api, {"node_count": NODE_COUNT, "scenarios": [scenario]})
-    # KAI switched off once the setup tuned it (tune_kai waits for KAI's rollout), before the scenario
-    # starts: the DAG paused meanwhile, so that the scheduler starts no task of the run.
-    wait_for(
-        lambda: api.get(f"{run_path(run_id)}/taskInstances/setup.tune_kai")["state"] == "success",
-        timeout=1500,
-        what="the setup to tune KAI",
-        interval=1,
-    )
-    _pause(api, paused=True)
-    switch_scheduler(local_env, core, enabled=False)
-    _pause(api, paused=False)
-    wait_for(
-        lambda: api.get(f"{run_path(run_id)}/taskInstances/{task}")["state"] == "failed",
-        timeout=1500,
-        what=f"{task} to fail: its scenario does not run without KAI's scheduler",
-        interval=3,
-    )
-    switch_scheduler(local_env, core, enabled=True)
-    assert follow(api, run_id) == "failed"
-    summary = run_summary(api, run_id)
-    assert summary is not None
-    (failed_entry,) = published_run(str(summary["run_id"]))["entries"]
-    assert (failed_entry["status"], failed_entry["not_run_scenarios"]) == ("incomplete", [scenario])
-
-    cleared = api.request(
-        "POST",
-        f"/dags/{DAG_ID}/clearTaskInstances",
-        json={
-            "dag_run_id": run_id,
-            "task_ids": [task],
-            "include_downstream": True,
-            "only_failed": False,
-            "reset_dag_runs": True,
-            "dry_run": False,
-        },
-    )
-    assert cleared.status_code == 200, cleared.text
-    cleared_tasks = {ti["task_id"] for ti in cleared.json()["task_instances"]}
-    assert {task, "collect_metrics", "publish_results", "tear_down_environment"} <= cleared_tasks
-    assert not {scenario_task_id(name) for name in ALL_SCENARIOS - {scenario}} & cleared_tasks, "only it"
-    wait_for(lambda: api.get(run_path(run_id))["state"] != "failed", timeout=60, what="the run to restart")
-    return run_id, failed_entry
-
-
-@pytest.mark.timeout(2400)
-def test_two_nights_on_a_bare_cluster_both_run_the_suite_and_the_second_finds_the_firsts_setup(
-    bare_cluster: BareCluster, nights: tuple[Night, Night], local_env: LocalEnvironment
+@pytest.mark.timeout(3600)  # both nights
+def test_the_first_night_sets_up_the_bare_cluster_and_the_second_finds_its_setup(
+    bare_cluster: BareCluster, first_night: Night, second_night: Night, local_env: LocalEnvironment
 ) -> None:
     assert bare_cluster.infrastructure == {}, "a bare cluster: nothing of the pipeline's setup installed"
-    first, second = nights  # each checked by _check_night as it ended
+    first, second = first_night, second_night
     first_id, second_id = first.pipeline_run_id, second.pipeline_run_id
     assert set(first.infrastructure) == {f"release/{name}" for name in INFRASTRUCTURE_RELEASES} | {
         f"deployment/{name}" for name in INFRASTRUCTURE_DEPLOYMENTS
@@ -448,16 +238,15 @@ def test_two_nights_on_a_bare_cluster_both_run_the_suite_and_the_second_finds_th
 
 
 def test_a_lost_worker_is_retried_onto_its_runner_pod_and_nothing_is_measured_twice(
-    airflow_api: AirflowApi, nights: tuple[Night, Night]
+    airflow_api: AirflowApi, first_night: Night
 ) -> None:
     """The first night's lost workers: each retry took the outputs of the runner of try 1.
 
     ADOPTED's runner finished while no scheduler ran: its outputs adopted. REATTACHED's still ran: the
-    retry reattached to it, and PostgreSQL restarting meanwhile lost nothing (_check_night: one
-    manifest entry, the suite's results as written).
+    retry reattached to it, and PostgreSQL restarting meanwhile lost nothing (one manifest entry, the
+    suite's results as written: test_the_first_night_runs_kais_suite_and_publishes_it).
     """
-    first = nights[0]
-    assert first.summary is not None
+    first = first_night
     tries = {entry["scenario"]: entry["try_number"] for entry in first.summary["scenarios"]}
     s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
     # One at a time, in the order of their names (docs/reliability.md), the retries included.
@@ -483,26 +272,6 @@ def test_a_lost_worker_is_retried_onto_its_runner_pod_and_nothing_is_measured_tw
     assert "reattached to the runner of try 1" in log
 
 
-def test_a_cleared_scenario_reruns_and_replaces_its_runs_entry_in_place(
-    nights: tuple[Night, Night],
-) -> None:
-    """The second night, incomplete without KAI's scheduler, then cleared: one entry, now a success."""
-    second = nights[1]
-    (scenario,) = second.scenarios
-    task = second.instances[scenario_task_id(scenario)]
-    assert (task["state"], task["try_number"]) == ("success", 2)
-    assert second.instances["setup.wait_for_nodes"]["try_number"] == 2, "the setup re-ran before it"
-    assert second.failed_entry is not None
-    published = published_run(second.pipeline_run_id)
-    (entry,) = published["entries"]  # _check_night: a success
-    assert entry["path"] == second.failed_entry["path"], "the first try's entry, updated in place"
-
-
-def _pause(api: AirflowApi, *, paused: bool) -> None:
-    answer = api.request("PATCH", f"/dags/{DAG_ID}", json={"is_paused": paused})
-    assert answer.status_code == 200, answer.text[:300]
-
-
 def _task_log(api: AirflowApi, run_id: str, scenario: str, *, try_number: int) -> str:
     """A scenario task's log of one try, as the UI shows it (read from S3 once the task ended)."""
     path = f"{run_path(run_id)}/taskInstances/{scenario_task_id(scenario)}/logs/{try_number}"
@@ -512,14 +281,14 @@ def _task_log(api: AirflowApi, run_id: str, scenario: str, *, try_number: int) -
 
 
 def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(
-    core: client.CoreV1Api, nights: tuple[Night, Night]
+    core: client.CoreV1Api, first_night: Night
 ) -> None:
     """The scenarios not selected are skipped by the scheduler: no worker pod, no log."""
-    night = nights[1]
+    night = first_night
     ran = [ti for ti in night.instances.values() if ti["state"] == "success"]
     hostnames = [ti["hostname"] for ti in ran]
     assert len(set(hostnames)) == len(ran), hostnames  # the pod's name is the task's hostname
-    (scheduler,) = _pods(core, "scheduler")
+    (scheduler,) = airflow_pods(core, "scheduler")
     assert scheduler.metadata.name not in hostnames
     unselected = {scenario_task_id(name) for name in ALL_SCENARIOS - set(night.scenarios)}
     assert {task: night.instances[task]["state"] for task in unselected} == dict.fromkeys(
@@ -527,7 +296,7 @@ def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(
     )
     assert not [task for task in unselected if night.instances[task]["hostname"]], "no worker pod"
     # Every task's log is in S3 once its pod is gone, and no log holds a presigned URL's signature.
-    logs = task_logs(night.run_id)
+    logs = night.logs
     logged_tasks = {key.split("task_id=")[1].split("/")[0] for key in logs}
     assert logged_tasks == {ti["task_id"] for ti in night.instances.values() if ti["hostname"]}
     assert not [key for key, text in logs.items() if "X-Amz-Signature" in text]
@@ -535,11 +304,10 @@ def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(
 
 
 def test_the_deployed_api_server_serves_the_trend_view_with_its_chart_library(
-    airflow_api: AirflowApi, nights: tuple[Night, Night]
+    airflow_api: AirflowApi, first_night: Night
 ) -> None:
     """The image carries the view's assets (a checkout's `make view-assets` is not needed)."""
-    summary = nights[1].summary
-    assert summary is not None
+    summary = first_night.summary
     base = airflow_api.base_url
     page = f"{base}{VIEW_PREFIX}/runs"
     assert httpx.get(page, timeout=60).status_code == 401, "only who may read the DAG's runs"
@@ -553,10 +321,10 @@ def test_the_deployed_api_server_serves_the_trend_view_with_its_chart_library(
     assert len(library.content) > 500_000, "Apache ECharts' built file"
 
 
-def test_the_pipeline_overhead_benchmark_reads_the_night(nights: tuple[Night, Night]) -> None:
-    """benchmarks/pipeline_overhead.py's smoke test, on the second night (--run-id: it starts none)."""
+def test_the_pipeline_overhead_benchmark_reads_the_night(first_night: Night) -> None:
+    """benchmarks/pipeline_overhead.py's smoke test, on the first night (--run-id: it starts none)."""
     result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "pipeline_overhead.py"), "--run-id", nights[1].run_id],
+        [sys.executable, str(REPO / "benchmarks" / "pipeline_overhead.py"), "--run-id", first_night.run_id],
         capture_output=True,
         text=True,
         timeout=300,
@@ -572,22 +340,17 @@ def test_the_pipeline_overhead_benchmark_reads_the_night(nights: tuple[Night, Ni
         assert row in result.stdout, result.stdout
 
 
-def _check_night(
-    scenarios: tuple[str, ...],
-    state: str,
-    instances: dict[str, dict[str, Any]],
-    summary: dict[str, Any] | None,
-    local_env: LocalEnvironment,
-) -> str:
-    """What one night published and left behind; its pipeline run id."""
-    states = {task: ti["state"] for task, ti in instances.items()}
-    assert state == "success", states
+def test_the_first_night_runs_kais_suite_and_publishes_it(
+    first_night: Night, local_env: LocalEnvironment
+) -> None:
+    """What the night published, as KAI's suite wrote it, and what it left behind."""
+    scenarios, summary = first_night.scenarios, first_night.summary
+    states = {task: ti["state"] for task, ti in first_night.instances.items()}
+    assert first_night.state == "success", states
     for scenario in scenarios:
         assert states[scenario_task_id(scenario)] == "success"
     assert states["tear_down_environment"] == "success"
-    assert summary is not None
-    run_id = str(summary["run_id"])
-    published = published_run(run_id)
+    published = published_run(first_night.pipeline_run_id)
 
     metadata = published["results"]["metadata"]
     assert metadata["kai_commit_hash"] == local_env.built_images().kai_commit, "the suite of KAI's build"
@@ -645,26 +408,7 @@ def _check_night(
 
     (entry,) = published["entries"]
     assert (entry["status"], entry["node_count"]) == ("success", NODE_COUNT)
-    _check_only_the_infrastructure_is_left(local_env, run_id)
-    return run_id
-
-
-def _check_only_the_infrastructure_is_left(local_env: LocalEnvironment, run_id: str) -> None:
-    """The night's teardown removed what it added: its pool and nodes, its pods, the suite's namespaces."""
-    pool = local_env.kubectl("get", "nodepools", "--output=name")
-    assert pool.strip() == "", "the pool the night created is deleted"
-    nodes = local_env.kubectl("get", "nodes", "--output=name").split()
-    assert nodes == [f"node/{NODE_NAME}"], "no KWOK node left"
-    pods = local_env.kubectl(
-        "get",
-        "pods",
-        "--all-namespaces",
-        f"--selector={labels.RUN_ID}={labels.label_value(run_id)}",
-        "--output=name",
-    )
-    assert pods.strip() == "", "no pod of the run"
-    suites = local_env.kubectl("get", "namespaces", "--selector=app=engine-e2e", "--output=name")
-    assert suites.strip() == "", "no namespace of KAI's suite"
+    assert first_night.leftovers == NOTHING_LEFT, "its teardown removed its pool, nodes, pods, namespaces"
 
 
 def _suite_results_as_written(
