@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import tempfile
 import time
 import uuid
@@ -27,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from kai_scale.operators.scenario_pod import scenario_task_id
 from kai_scale.settings import DEFAULT_NAMESPACE, DEFAULT_RUNNER_IMAGE
 from kai_scale_model import labels
+from localenv import settings as localenv_settings
 from localenv.airflow import NAMESPACE, AirflowApi
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger
 from localenv.environment import LocalEnvironment
@@ -70,6 +73,7 @@ ALL_SCENARIOS = set(SHIPPED_SCENARIOS) | set(STANDIN_SCENARIOS)
 STANDIN_TAG = "standin"
 
 API_SERVER_DOWN_SECONDS = 20
+S3_FROZEN_SECONDS = 60
 # Where the second night's Prometheus connection points: a closed port of the worker pod itself.
 UNREACHABLE_PROMETHEUS = {"conn_type": "prometheus", "host": "127.0.0.1", "port": 9, "schema": "http"}
 # The third night's cluster connection: a kubeconfig of a server nobody runs (a closed port).
@@ -155,15 +159,27 @@ class Night:
 def read_night(
     api: AirflowApi, run_id: str, scenarios: tuple[str, ...], local_env: LocalEnvironment, **more: Any
 ) -> Night:
-    """The run ``run_id``, ended, as its REST API, its task logs and the cluster show it."""
+    """The run ``run_id``, ended, as its REST API, its task logs and the cluster show it.
+
+    Waits for the log of each task that ran: a worker uploads it as its task ends, the last task's
+    after the run ended.
+    """
     summary = run_summary(api, run_id) or {}
+    instances = {ti["task_id"]: ti for ti in task_instances(api, run_id)}
+    ran = {task for task, ti in instances.items() if ti["hostname"]}
+
+    def every_log() -> dict[str, str] | None:
+        logs = task_logs(run_id)
+        logged = {key.split("task_id=")[1].split("/")[0] for key in logs}
+        return logs if ran <= logged and logs else None
+
     return Night(
         run_id=run_id,
         scenarios=scenarios,
         state=str(api.get(run_path(run_id))["state"]),
-        instances={ti["task_id"]: ti for ti in task_instances(api, run_id)},
+        instances=instances,
         summary=summary,
-        logs=task_logs(run_id),
+        logs=wait_for(every_log, timeout=120, what=f"the logs of run {run_id}'s tasks in S3", interval=2),
         infrastructure=infrastructure(local_env),
         leftovers=leftovers(local_env, run_id=summary.get("run_id")),
         **more,
@@ -310,7 +326,8 @@ def second_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviro
     - kube-apiserver killed and down for API_SERVER_DOWN_SECONDS while SLOW's runner runs (here also the
       API server of Airflow's own cluster: the executor, the workers and the UI's port-forward lose it);
     - a Prometheus the workers cannot reach (the connection changed in the Secret they read it from),
-      until the clear's re-run ended.
+      until the clear's re-run ended;
+    - the S3 endpoint frozen for S3_FROZEN_SECONDS as publishing starts (its clients' requests hang).
 
     Once the run ended, STANDIN_TAG is pushed again (another image) and AWAITS_KAI is cleared through
     the REST API: it re-runs, with the setup, metrics, publishing and teardown.
@@ -420,6 +437,30 @@ def _restart_the_api_server_while_slow_runs(
     wait_for(runner_running_or_run_over, timeout=1200, what=f"{SLOW}'s runner to run", interval=0.5)
     time.sleep(5)  # well inside the scenario
     restart_api_server(local_env, down_seconds=API_SERVER_DOWN_SECONDS)
+
+
+def _freeze_s3_as_publishing_starts(local_env: LocalEnvironment, *, since: float) -> None:
+    """Once collect_metrics wrote a metrics.json (after ``since``), the S3 endpoint is frozen (SIGSTOP).
+
+    Frozen rather than killed: its data lives in its memory. For S3_FROZEN_SECONDS every request to
+    it hangs: publishing's, and Airflow's remote logging's.
+    """
+    s3 = local_env.s3_client()
+
+    def metrics_written() -> bool:
+        listing = s3.list_objects_v2(Bucket=localenv_settings.DEFAULT_BUCKET, Prefix="runs/")
+        return any(
+            item["Key"].endswith("/metrics.json") and item["LastModified"].timestamp() > since
+            for item in listing.get("Contents", [])
+        )
+
+    wait_for(metrics_written, timeout=1200, what="collect_metrics to write metrics.json", interval=0.2)
+    s3_server = int((local_env.config.run_dir / "s3.pid").read_text().split()[0])  # "<pid> <start time>"
+    os.kill(s3_server, signal.SIGSTOP)
+    try:
+        time.sleep(S3_FROZEN_SECONDS)
+    finally:
+        os.kill(s3_server, signal.SIGCONT)
 
 
 def _clear(api: AirflowApi, run_id: str, scenario: str) -> None:

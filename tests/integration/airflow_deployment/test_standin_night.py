@@ -10,8 +10,9 @@ and a small workload. One night runs them all, so that each test reads what it n
 It meets faults of the target cluster, as a deployment meets them (nights.second_night): a GPU job an
 earlier night left in a namespace of KAI's suite; KAI's scheduler off when the first scenario that needs
 it starts; the API server killed and down for 20 s while a scenario's runner runs; a Prometheus the
-workers cannot reach. After the night, the scenario that did not run without KAI is cleared through the
-REST API, as an engineer does from the UI, with its runner image's tag moved meanwhile.
+workers cannot reach; the S3 endpoint frozen as publishing starts. After the night, the scenario that
+did not run without KAI is cleared through the REST API, as an engineer does from the UI, with its
+runner image's tag moved meanwhile.
 
 A third, short night has its cluster connection pointing at a closed port: it fails at its check.
 """
@@ -232,3 +233,14 @@ def test_a_tag_moved_between_two_tries_runs_the_image_it_points_at_now(second_ni
     ran = second_night.summary["runner_image_ids"]
     assert ran[AWAITS_KAI] == cleared.image_after
     assert [ran[name] for name in ("small-workload", "standin-pass", SLOW)] == [cleared.image_before] * 3
+
+
+def test_the_s3_endpoint_frozen_as_publishing_starts_loses_nothing(second_night: Night) -> None:
+    """Requests hang until the client's read timeout (20 s) and are retried, each failed attempt logged."""
+    published_log = second_night.log_of("publish_results")
+    bucket = re.escape(localenv_settings.DEFAULT_BUCKET)
+    timed_out = rf"S3 \w+ in s3://{bucket} failed on attempt 1 of at most 8 \(\w*Timeout"
+    assert re.search(timed_out, published_log), "the task's log says which request timed out"
+    published = published_run(second_night.pipeline_run_id)  # the results, the report and the metrics
+    assert published["results"]["results"]["tests"], "published whole"
+    assert len(published["entries"]) == 1, "one entry per run, however many retries it took"
