@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry
+from kai_scale_model.outcome import FailureKind
+
 
 @dataclass(frozen=True, kw_only=True)
 class FailedScenario:
@@ -22,9 +25,8 @@ class FailedScenario:
     """Its name."""
     reason: str
     """Why, as the run summary says."""
-    failure_kind: str | None
-    """``scenario`` (it ran and failed) or ``infrastructure`` (it could not run or be recorded); None
-    in summaries written before failures had a kind."""
+    failure_kind: FailureKind | None
+    """``scenario`` (it ran and failed) or ``infrastructure`` (it could not run or be recorded)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,26 +99,22 @@ class Findings:
     """Regressions against the run's history."""
 
 
-def _reason(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("reason") or "no reason given")
+def _reason(entry: ScenarioEntry) -> str:
+    return entry.reason or "no reason given"
 
 
-def findings(*, summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None) -> Findings:
+def findings(*, summary: RunSummary | None, verdicts: Mapping[str, Any] | None) -> Findings:
     """The findings of a run; empty where publishing left no summary or verdicts."""
-    entries = (summary or {}).get("scenarios", [])
+    entries = summary.scenarios if summary else ()
     failed = tuple(
-        FailedScenario(
-            scenario=str(entry["scenario"]),
-            reason=_reason(entry),
-            failure_kind=entry.get("failure_kind"),
-        )
+        FailedScenario(scenario=entry.scenario, reason=_reason(entry), failure_kind=entry.failure_kind)
         for entry in entries
-        if entry.get("status") == "failure"
+        if entry.status == "failure"
     )
     not_run = tuple(
-        NotRunScenario(scenario=str(entry["scenario"]), reason=_reason(entry))
+        NotRunScenario(scenario=entry.scenario, reason=_reason(entry))
         for entry in entries
-        if entry.get("status") == "not_run"
+        if entry.status == "not_run"
     )
     breaches: list[ThresholdBreach] = []
     on_nothing: list[ThresholdBreach] = []
@@ -150,7 +148,7 @@ def findings(*, summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] |
                         since_run_id=str(change["since_run_id"]),
                     )
                 )
-    verdict = (verdicts or {}).get("verdict") or (summary or {}).get("verdict")
+    verdict = (verdicts or {}).get("verdict") or (summary.verdict if summary else None)
     return Findings(
         verdict=str(verdict) if verdict else None,
         failed_scenarios=failed,

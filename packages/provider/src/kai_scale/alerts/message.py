@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kai_scale.alerts.findings import FailedScenario, Findings, ThresholdBreach, findings
+from kai_scale.publishing.run_summary import RunSummary
 from kai_scale_model.durations import format_duration
 
 SUBJECT_PREFIX = "[KAI scale]"
@@ -147,7 +148,7 @@ def _run_payload(run: AlertRun) -> dict[str, Any]:
 def failed_run_alert(
     *,
     run: AlertRun,
-    summary: Mapping[str, Any] | None,
+    summary: RunSummary | None,
     verdicts: Mapping[str, Any] | None,
     failed_tasks: Sequence[FailedTask],
     reason: str | None = None,

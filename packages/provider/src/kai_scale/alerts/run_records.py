@@ -25,6 +25,7 @@ from airflow.sdk.execution_time.xcom import XCom
 from kai_scale.alerts.message import Alert, AlertRun, FailedTask, failed_run_alert, overdue_run_alert
 from kai_scale.object_keys import published_keys
 from kai_scale.params import DEFAULT_NODE_COUNT
+from kai_scale.publishing.run_summary import RunSummary, RunSummaryError
 from kai_scale.publishing.xcom import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import pipeline_run_id
 from kai_scale_model.durations import parse_duration
@@ -85,9 +86,17 @@ def _published_url(options: AlertOptions, key: str) -> str:
     return f"s3://{options.results_bucket}/{key}"
 
 
-def _records(
-    dag_id: str, airflow_run_id: str
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[FailedTask]]:
+@dataclass(frozen=True, kw_only=True)
+class _Records:
+    """What ``publish_results`` and the failed tasks left in XCom."""
+
+    summary: object
+    """The run summary as read (validated by ``_summary``), or None."""
+    verdicts: dict[str, Any] | None
+    failed_tasks: list[FailedTask]
+
+
+def _records(dag_id: str, airflow_run_id: str) -> _Records:
     def xcom(task_id: str, key: str) -> Any:
         return XCom.get_one(key=key, dag_id=dag_id, task_id=task_id, run_id=airflow_run_id)
 
@@ -95,28 +104,49 @@ def _records(
     verdicts = xcom(PUBLISH_TASK_ID, VERDICTS_XCOM_KEY)
     states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[airflow_run_id])
     failed = sorted(task_id for task_id, state in states.get(airflow_run_id, {}).items() if state == "failed")
-    return summary, verdicts, [FailedTask(task_id=t, error=xcom(t, FAILURE_XCOM_KEY)) for t in failed]
+    return _Records(
+        summary=summary,
+        verdicts=verdicts,
+        failed_tasks=[FailedTask(task_id=t, error=xcom(t, FAILURE_XCOM_KEY)) for t in failed],
+    )
+
+
+def _summary(value: object, *, airflow_run_id: str) -> RunSummary | None:
+    """The XCom run summary validated; RunSummaryError names the XCom and the field when it is not one."""
+    if value is None:
+        return None
+    return RunSummary.read(
+        value, source=f"XCom {RUN_SUMMARY_XCOM_KEY!r} of {PUBLISH_TASK_ID} (run {airflow_run_id})"
+    )
 
 
 def failed_alert_from(context: Mapping[str, Any], *, options: AlertOptions) -> Alert:
     """The alert about the failed run of a DAG's ``on_failure_callback`` context."""
     dag_id, airflow_run_id = context["dag"].dag_id, str(context["run_id"])
     dag_run = context.get("dag_run")
+    summary: RunSummary | None = None
     try:
-        summary, verdicts, failed_tasks = _records(dag_id, airflow_run_id)
-        unread = None
+        records = _records(dag_id, airflow_run_id)
+        verdicts, failed_tasks, unread = records.verdicts, records.failed_tasks, None
     except Exception as error:
         # The alert is the last word on a bad night: it goes out with what is known rather than not at all.
         log.exception("the records of run %s could not be read; alerting without them", airflow_run_id)
-        summary, verdicts, failed_tasks, unread = None, None, [], f"{type(error).__name__}: {error}"
+        verdicts, failed_tasks, unread = None, [], f"{type(error).__name__}: {error}"
+    else:
+        try:
+            summary = _summary(records.summary, airflow_run_id=airflow_run_id)
+        except RunSummaryError as error:
+            # A summary that is not one is told in the alert, which goes out with the rest of the records.
+            log.exception("the run summary of run %s is not one; alerting without it", airflow_run_id)
+            unread = f"{type(error).__name__}: {error}"
     if summary is not None:
-        run_id: str | None = str(summary["run_id"])
+        run_id: str | None = summary.run_id
     elif dag_run is not None:
         run_id = pipeline_run_id(airflow_run_id=airflow_run_id, run_after=dag_run.run_after)
     else:
         run_id = None
     params = context.get("params") or {}
-    node_count = (summary or {}).get("node_count") or params.get("node_count")
+    node_count = (summary.node_count if summary else None) or params.get("node_count")
     keys = published_keys(prefix=options.results_prefix, run_id=run_id) if summary and run_id else None
     run = AlertRun(
         dag_id=dag_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kai_scale.cluster.kai_tuning import load_profile
@@ -26,7 +26,7 @@ from kai_scale.publishing.results_document import (
     service_resources,
     timestamp,
 )
-from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenario_entry
+from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry, run_summary, scenario_entry
 from kai_scale.publishing.xcom import RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
@@ -84,9 +84,7 @@ def _deployed_state(cluster: ClusterHook) -> DeployedState:
         return DeployedState(node_count=None, kubernetes_version=None, kai_images={})
 
 
-def publish_results(
-    *, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Any
-) -> dict[str, Any]:
+def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Any) -> RunSummary:
     """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry.
 
     Returns the run summary. A failed or not-run scenario, missing metrics or a left-out report fail
@@ -143,15 +141,18 @@ def publish_results(
             scenarios=[s for s, e in zip(scenarios, entries, strict=True) if e.status == "success"],
             tests=results["results"]["tests"],
             scenario_tests={
-                e.scenario: e.outcome["tests"] for e in entries if e.outcome and e.outcome["tests"]
+                e.scenario: [asdict(test) for test in e.outcome.tests]
+                for e in entries
+                if e.outcome and e.outcome.tests
             },
             include_dir=str(settings.include_dir),
             rules=detail_rules(scenarios),
         )
-    summary = {**summary, "verdict": verdicts["verdict"], "verdict_reasons": verdicts["reasons"]}
+    summary = summary.judged(verdict=verdicts["verdict"], reasons=verdicts["reasons"])
+    written = summary.model_dump(mode="json")
     with bucket.errors_named(f"write the run summary of run {run_id}"):
-        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
-    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
+        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(written, indent=2))
+    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=written)
     ti.xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts)
     log.info("verdict: %s", verdicts["verdict"])
     for reason in verdicts["reasons"]:
@@ -168,12 +169,12 @@ def publish_results(
             run_id=run_id,
             results_key=published_keys(prefix=settings.results_prefix, run_id=run_id).results,
             metadata=metadata,
-            status=summary["status"],
+            status=summary.status,
             airflow_run_id=dag_run.run_id,
             verdict=verdicts["verdict"],
-            failure_kind=summary["failure_kind"],
-            failed_scenarios=summary["failed_scenarios"],
-            not_run_scenarios=summary["not_run_scenarios"],
+            failure_kind=summary.failure_kind,
+            failed_scenarios=list(summary.failed_scenarios),
+            not_run_scenarios=list(summary.not_run_scenarios),
         ),
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"

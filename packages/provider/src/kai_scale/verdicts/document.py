@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kai_scale.verdicts.change_points import Method
-from kai_scale.verdicts.comparison import DetailComparison
-from kai_scale.verdicts.regressions import RegressionFinding
-from kai_scale.verdicts.thresholds import ThresholdFinding
+if TYPE_CHECKING:
+    # Not at run time: they import Otava and SciPy (~0.5 s), and the run summary (read by the DAG
+    # file's alert and by every parse of it) names this module's Verdict.
+    from kai_scale.verdicts.change_points import Method
+    from kai_scale.verdicts.comparison import DetailComparison
+    from kai_scale.verdicts.regressions import RegressionFinding
+    from kai_scale.verdicts.thresholds import ThresholdFinding
 
 Verdict = Literal["pass", "failure", "threshold", "regression", "incomplete"]
 
