@@ -286,7 +286,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             run_id=run_id,
             results=results,
             metrics_text=json.dumps(_metrics(run_id, entries)),
-            verdicts=verdicts,
+            verdicts=verdicts.model_dump(mode="json"),
             ginkgo_report_keys={},
             entry=manifest_entry(
                 run_id=run_id,
@@ -294,7 +294,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
                 metadata=metadata,
                 status=summary.status,
                 airflow_run_id=airflow_run_id,
-                verdict=verdicts["verdict"],
+                verdict=verdicts.verdict,
                 failure_kind=summary.failure_kind,
                 failed_scenarios=list(summary.failed_scenarios),
                 not_run_scenarios=list(summary.not_run_scenarios),
@@ -305,7 +305,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
         history.timestamps.append(metadata.timestamp)
         history.kai_refs.append(kai_ref)
         history.commits.append(commit)
-        history.verdicts.append(verdicts["verdict"])
+        history.verdicts.append(verdicts.verdict)
         keys = published.keys
         history.keys.extend(
             [run_summary_key(run_id), keys.results, keys.ginkgo_report, keys.metrics, keys.verdicts]

@@ -121,3 +121,19 @@ def test_a_run_summary_in_xcom_that_is_not_one_is_named_and_the_alert_goes_with_
     # The verdicts and the failed tasks are still told.
     assert alert.payload["verdict"] == "failure"
     assert alert.payload["failed_tasks"] == [{"task_id": "publish_results", "error": "boom"}]
+
+
+def test_verdicts_in_xcom_that_are_not_them_are_named_and_the_summary_is_still_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    summary, verdicts = failed_night()
+    del verdicts["method"]
+    _with_records(monkeypatch, summary, verdicts)
+    alert = failed_alert_from(FAILED_CONTEXT, options=OPTIONS)
+    assert alert.payload["unread"] == (
+        f"VerdictsError: verdicts XCom 'verdicts' of publish_results (run {AIRFLOW_RUN_ID}): "
+        "'method' Field required"
+    )
+    assert alert.payload["verdict"] == "failure", "the summary's, as the verdicts' cannot be read"
+    assert [s["scenario"] for s in alert.payload["failed_scenarios"]] == ["reclaim"]
+    assert (alert.payload["threshold_breaches"], alert.payload["links"]["verdicts"]) == ([], None)

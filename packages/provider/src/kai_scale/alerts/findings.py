@@ -9,11 +9,10 @@ verdicts document keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry
+from kai_scale.verdicts.document import Verdict, Verdicts
 from kai_scale_model.outcome import FailureKind
 
 
@@ -85,7 +84,7 @@ class Regression:
 class Findings:
     """Everything in a run's summary and verdicts that an alert reports."""
 
-    verdict: str | None
+    verdict: Verdict | None
     """The run's verdict (``pass``, ``failure``, ``threshold``, ``regression``, ``incomplete``)."""
     failed_scenarios: tuple[FailedScenario, ...]
     """Scenarios that failed, with their reasons."""
@@ -103,7 +102,7 @@ def _reason(entry: ScenarioEntry) -> str:
     return entry.reason or "no reason given"
 
 
-def findings(*, summary: RunSummary | None, verdicts: Mapping[str, Any] | None) -> Findings:
+def findings(*, summary: RunSummary | None, verdicts: Verdicts | None) -> Findings:
     """The findings of a run; empty where publishing left no summary or verdicts."""
     entries = summary.scenarios if summary else ()
     failed = tuple(
@@ -119,38 +118,38 @@ def findings(*, summary: RunSummary | None, verdicts: Mapping[str, Any] | None) 
     breaches: list[ThresholdBreach] = []
     on_nothing: list[ThresholdBreach] = []
     regressions: list[Regression] = []
-    for test_name, details in (verdicts or {}).get("tests", {}).items():
+    for test_name, details in (verdicts.tests if verdicts else {}).items():
         for detail, judged in details.items():
-            previous = (judged.get("comparison") or {}).get("previous")
-            threshold = judged.get("threshold")
-            if threshold and threshold.get("status") in ("breach", "missing"):
+            previous = judged.comparison.previous if judged.comparison else None
+            threshold = judged.threshold
+            if threshold and threshold.status in ("breach", "missing"):
                 found = ThresholdBreach(
                     test_name=test_name,
                     detail=detail,
-                    value=threshold.get("value"),
-                    min=threshold.get("min"),
-                    max=threshold.get("max"),
+                    value=threshold.value,
+                    min=threshold.min,
+                    max=threshold.max,
                     previous=previous,
-                    reason=str(threshold.get("reason", "")),
+                    reason=threshold.reason,
                 )
-                (breaches if threshold["status"] == "breach" else on_nothing).append(found)
-            change = judged.get("change_point")
+                (breaches if threshold.status == "breach" else on_nothing).append(found)
+            change = judged.change_point
             if change:
                 regressions.append(
                     Regression(
                         test_name=test_name,
                         detail=detail,
-                        before=float(change["baseline"]),
-                        after=float(change["current"]),
-                        change_percent=float(change["change_percent"]),
-                        better=str(change["better"]),
-                        p_value=float(change["p_value"]),
-                        since_run_id=str(change["since_run_id"]),
+                        before=change.baseline,
+                        after=change.current,
+                        change_percent=change.change_percent,
+                        better=change.better,
+                        p_value=change.p_value,
+                        since_run_id=change.since_run_id,
                     )
                 )
-    verdict = (verdicts or {}).get("verdict") or (summary.verdict if summary else None)
+    verdict: Verdict | None = verdicts.verdict if verdicts else (summary.verdict if summary else None)
     return Findings(
-        verdict=str(verdict) if verdict else None,
+        verdict=verdict,
         failed_scenarios=failed,
         not_run_scenarios=not_run,
         breaches=tuple(breaches),

@@ -28,6 +28,7 @@ from kai_scale.params import DEFAULT_NODE_COUNT
 from kai_scale.publishing.run_summary import RunSummary, RunSummaryError
 from kai_scale.publishing.xcom import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import pipeline_run_id
+from kai_scale.verdicts.document import Verdicts, VerdictsError
 from kai_scale_model.durations import parse_duration
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,9 @@ class _Records:
     """What ``publish_results`` and the failed tasks left in XCom."""
 
     summary: object
-    """The run summary as read (validated by ``_summary``), or None."""
-    verdicts: dict[str, Any] | None
+    """The run summary as read from XCom (validated by ``_validated``), or None."""
+    verdicts: object
+    """The verdicts as read from XCom (validated by ``_validated``), or None."""
     failed_tasks: list[FailedTask]
 
 
@@ -111,13 +113,31 @@ def _records(dag_id: str, airflow_run_id: str) -> _Records:
     )
 
 
-def _summary(value: object, *, airflow_run_id: str) -> RunSummary | None:
-    """The XCom run summary validated; RunSummaryError names the XCom and the field when it is not one."""
-    if value is None:
-        return None
-    return RunSummary.read(
-        value, source=f"XCom {RUN_SUMMARY_XCOM_KEY!r} of {PUBLISH_TASK_ID} (run {airflow_run_id})"
-    )
+def _validated(
+    records: _Records, *, airflow_run_id: str
+) -> tuple[RunSummary | None, Verdicts | None, list[str]]:
+    """The XComs validated, each alone, and what is wrong with those publish_results did not write.
+
+    Each wrong one is a RunSummaryError or VerdictsError naming the XCom and the field.
+    """
+
+    def source(key: str) -> str:
+        return f"XCom {key!r} of {PUBLISH_TASK_ID} (run {airflow_run_id})"
+
+    summary: RunSummary | None = None
+    verdicts: Verdicts | None = None
+    wrong: list[str] = []
+    try:
+        if records.summary is not None:
+            summary = RunSummary.read(records.summary, source=source(RUN_SUMMARY_XCOM_KEY))
+    except RunSummaryError as error:
+        wrong.append(f"{type(error).__name__}: {error}")
+    try:
+        if records.verdicts is not None:
+            verdicts = Verdicts.read(records.verdicts, source=source(VERDICTS_XCOM_KEY))
+    except VerdictsError as error:
+        wrong.append(f"{type(error).__name__}: {error}")
+    return summary, verdicts, wrong
 
 
 def failed_alert_from(context: Mapping[str, Any], *, options: AlertOptions) -> Alert:
@@ -125,20 +145,20 @@ def failed_alert_from(context: Mapping[str, Any], *, options: AlertOptions) -> A
     dag_id, airflow_run_id = context["dag"].dag_id, str(context["run_id"])
     dag_run = context.get("dag_run")
     summary: RunSummary | None = None
+    verdicts: Verdicts | None = None
     try:
         records = _records(dag_id, airflow_run_id)
-        verdicts, failed_tasks, unread = records.verdicts, records.failed_tasks, None
+        failed_tasks, unread = records.failed_tasks, None
     except Exception as error:
         # The alert is the last word on a bad night: it goes out with what is known rather than not at all.
         log.exception("the records of run %s could not be read; alerting without them", airflow_run_id)
-        verdicts, failed_tasks, unread = None, [], f"{type(error).__name__}: {error}"
+        failed_tasks, unread = [], f"{type(error).__name__}: {error}"
     else:
-        try:
-            summary = _summary(records.summary, airflow_run_id=airflow_run_id)
-        except RunSummaryError as error:
-            # A summary that is not one is told in the alert, which goes out with the rest of the records.
-            log.exception("the run summary of run %s is not one; alerting without it", airflow_run_id)
-            unread = f"{type(error).__name__}: {error}"
+        summary, verdicts, wrong = _validated(records, airflow_run_id=airflow_run_id)
+        if wrong:
+            # A document that is not one is told in the alert, which goes out with the rest.
+            unread = "; ".join(wrong)
+            log.error("publish_results' records of run %s are not what it writes: %s", airflow_run_id, unread)
     if summary is not None:
         run_id: str | None = summary.run_id
     elif dag_run is not None:

@@ -148,14 +148,14 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
             include_dir=str(settings.include_dir),
             rules=detail_rules(scenarios),
         )
-    summary = summary.judged(verdict=verdicts["verdict"], reasons=verdicts["reasons"])
+    summary = summary.judged(verdict=verdicts.verdict, reasons=verdicts.reasons)
     written = summary.model_dump(mode="json")
     with bucket.errors_named(f"write the run summary of run {run_id}"):
         bucket.write_text(key=run_summary_key(run_id), text=json.dumps(written, indent=2))
     ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=written)
-    ti.xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts)
-    log.info("verdict: %s", verdicts["verdict"])
-    for reason in verdicts["reasons"]:
+    ti.xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts.model_dump(mode="json"))
+    log.info("verdict: %s", verdicts.verdict)
+    for reason in verdicts.reasons:
         log.info("  %s", reason)
     published = publish_run(
         bucket,
@@ -163,7 +163,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         run_id=run_id,
         results=results,
         metrics_text=json.dumps(public_metrics(json.loads(metrics_text))),
-        verdicts=verdicts,
+        verdicts=verdicts.model_dump(mode="json"),
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
         entry=manifest_entry(
             run_id=run_id,
@@ -171,7 +171,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
             metadata=metadata,
             status=summary.status,
             airflow_run_id=dag_run.run_id,
-            verdict=verdicts["verdict"],
+            verdict=verdicts.verdict,
             failure_kind=summary.failure_kind,
             failed_scenarios=list(summary.failed_scenarios),
             not_run_scenarios=list(summary.not_run_scenarios),
@@ -190,7 +190,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
     # A breach, a regression or a threshold on nothing fails the run too, after publishing; failed
     # tests are already there through their scenarios.
-    problems += verdicts["findings"]
+    problems += verdicts.findings
     if problems:
         # Published first, then failed: the run shows as failed, and its results are complete.
         raise RunFailedError(f"run published to {where}, with problems: " + "; ".join(problems))
