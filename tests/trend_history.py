@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.metrics.collection import metrics_document
 from kai_scale.object_keys import run_summary_key
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import RunMetadata, manifest_entry, results_document, timestamp
@@ -215,9 +214,8 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
             "window": {"start": start.isoformat(), "end": end.isoformat(), "source": "runner"},
             "metrics": {"kai_e2e_scheduling_latency_p99": latency, "pod_binding_rate": binding},
         }
-    return metrics_document(
-        run_id=run_id, prometheus_url=None, step=timedelta(seconds=15), scenarios=scenarios
-    )
+    # As the view reads metrics.json: the series it charts, no summaries.
+    return {"run_id": run_id, "prometheus": None, "step_seconds": 15.0, "scenarios": scenarios}
 
 
 def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag: str) -> PublishedHistory:
