@@ -139,7 +139,7 @@ def run_failure_kind(entries: Sequence[ScenarioEntry]) -> FailureKind | None:
 class RunSummary(_Document):
     """The run summary (``runs/<run-id>/run-summary.json``, and ``publish_results``' XCom ``run_summary``).
 
-    Its keys, their order and their values are what the dashboard, the trend view and the alert read:
+    Its keys, their order and their values are what the trend view, the alert and operators read:
     ``model_dump(mode="json")`` writes them, ``read`` reads them back.
     """
 
