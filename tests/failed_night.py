@@ -1,7 +1,7 @@
 """A realistic bad night for the alert tests: a failed scenario, a breach and a regression.
 
 The run summary and the verdicts document are made by the pipeline's own code, so they have the shape
-publish_results gives them.
+publish_results gives them: ``failed_night_documents`` as models, ``failed_night`` as pushed to XCom.
 """
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
+from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry, run_summary
 from kai_scale.verdicts.change_points import DEFAULT_METHOD
 from kai_scale.verdicts.comparison import compare_runs
-from kai_scale.verdicts.document import verdicts_document
+from kai_scale.verdicts.document import Verdicts, verdicts_document
 from kai_scale.verdicts.history import HistoricRun
 from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import evaluate_thresholds
+from kai_scale_model.outcome import Status
 
 RUN_ID = "20261122T020000Z-scheduled-1a2b3c4d"
 FILL = "Fill Cluster with single GPU Jobs"
@@ -26,7 +27,7 @@ def fill(seconds: float) -> list[dict[str, Any]]:
     return [{"test_name": FILL, "status": "success", "details": {"nodes": 500, "time": f"{seconds:.1f}s"}}]
 
 
-def _entry(scenario: str, status: str, reason: str | None) -> ScenarioEntry:
+def _entry(scenario: str, status: Status, reason: str | None) -> ScenarioEntry:
     return ScenarioEntry(
         scenario=scenario,
         status=status,
@@ -39,7 +40,7 @@ def _entry(scenario: str, status: str, reason: str | None) -> ScenarioEntry:
     )
 
 
-def failed_night() -> tuple[dict[str, Any], dict[str, Any]]:
+def failed_night_documents() -> tuple[RunSummary, Verdicts]:
     """(run summary, verdicts): thirty nights at ~400 s, then 480 s, 484 s and tonight 490 s (max 7m)."""
     noise = random.Random(7)
     history = [
@@ -87,5 +88,10 @@ def failed_night() -> tuple[dict[str, Any], dict[str, Any]]:
         runner_image="ghcr.io/kai-scale-pipeline/runner:main",
         image_ids={},
     )
-    summary = {**summary, "verdict": verdicts["verdict"], "verdict_reasons": verdicts["reasons"]}
-    return summary, verdicts
+    return summary.judged(verdict=verdicts.verdict, reasons=verdicts.reasons), verdicts
+
+
+def failed_night() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(run summary, verdicts) of ``failed_night_documents`` as publish_results pushes them to XCom."""
+    summary, verdicts = failed_night_documents()
+    return summary.model_dump(mode="json"), verdicts.model_dump(mode="json")

@@ -10,18 +10,18 @@ browser (``tests/integration/airflow_deployment/test_trend_view.py``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.metrics.collection import metrics_document
 from kai_scale.object_keys import run_summary_key
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import RunMetadata, manifest_entry, results_document, timestamp
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale.run_id import pipeline_run_id
+from kai_scale_model.outcome import ScenarioOutcome, TestResult
 from kai_scale_model.scenario import Scenario
 
 NODE_COUNT = 500
@@ -105,18 +105,18 @@ def _duration(seconds: float) -> str:
     return f"{int(seconds // 60)}m{seconds % 60:.1f}s"
 
 
-def _outcome(scenario: str, started: datetime, tests: list[dict[str, Any]], commit: str) -> dict[str, Any]:
-    return {
-        "scenario": scenario,
-        "kind": "ginkgo",
-        "status": "success",
-        "reason": None,
-        "started_at": started.isoformat(),
-        "finished_at": (started + timedelta(minutes=8)).isoformat(),
-        "exit_code": 0,
-        "tests": tests,
-        "kai_commit_hash": commit,
-    }
+def _outcome(scenario: str, started: datetime, tests: list[dict[str, Any]], commit: str) -> ScenarioOutcome:
+    return ScenarioOutcome(
+        scenario=scenario,
+        kind="ginkgo",
+        status="success",
+        reason=None,
+        started_at=started.isoformat(),
+        finished_at=(started + timedelta(minutes=8)).isoformat(),
+        exit_code=0,
+        tests=tuple(TestResult(**test) for test in tests),
+        kai_commit_hash=commit,
+    )
 
 
 def _entries(index: int, started: datetime, commit: str) -> list[ScenarioEntry]:
@@ -168,7 +168,9 @@ def _entries(index: int, started: datetime, commit: str) -> list[ScenarioEntry]:
             try_number=2,
             outcome_key=reclaim.outcome_key,
             ginkgo_report_key=None,
-            outcome={**(reclaim.outcome or {}), "status": "failure", "reason": FAILURE_REASON, "tests": []},
+            outcome=replace(reclaim.outcome, status="failure", reason=FAILURE_REASON, tests=())
+            if reclaim.outcome
+            else None,
         )
     return [
         entry("sanity-fill-cluster", [fill_test], 0),
@@ -181,9 +183,9 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
     """Two named queries per scenario over its window, at 15 s steps."""
     scenarios = {}
     for entry in entries:
-        outcome = entry.outcome or {}
-        start = datetime.fromisoformat(outcome["started_at"])
-        end = datetime.fromisoformat(outcome["finished_at"])
+        assert entry.outcome is not None, "every scenario of the history ran"
+        start = datetime.fromisoformat(entry.outcome.started_at)
+        end = datetime.fromisoformat(entry.outcome.finished_at)
         steps = [
             start.timestamp() + 15 * step for step in range(int((end - start).total_seconds() // 15) + 1)
         ]
@@ -212,9 +214,8 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
             "window": {"start": start.isoformat(), "end": end.isoformat(), "source": "runner"},
             "metrics": {"kai_e2e_scheduling_latency_p99": latency, "pod_binding_rate": binding},
         }
-    return metrics_document(
-        run_id=run_id, prometheus_url=None, step=timedelta(seconds=15), scenarios=scenarios
-    )
+    # As the view reads metrics.json: the series it charts, no summaries.
+    return {"run_id": run_id, "prometheus": None, "step_seconds": 15.0, "scenarios": scenarios}
 
 
 def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag: str) -> PublishedHistory:
@@ -263,9 +264,9 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             scenarios=[scenario for scenario in SCENARIOS if scenario.name in succeeded],
             tests=results["results"]["tests"],
             scenario_tests={
-                entry.scenario: entry.outcome["tests"]
+                entry.scenario: [asdict(test) for test in entry.outcome.tests]
                 for entry in entries
-                if entry.outcome and entry.outcome["tests"]
+                if entry.outcome and entry.outcome.tests
             },
             include_dir="include",
         )
@@ -276,25 +277,25 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             runner_image=metadata.runner_image,
             image_ids={},
         )
-        store.write_text(key=run_summary_key(run_id), text=json.dumps(summary))
+        store.write_text(key=run_summary_key(run_id), text=json.dumps(summary.model_dump(mode="json")))
         published = publish_run(
             store,
             prefix=prefix,
             run_id=run_id,
             results=results,
             metrics_text=json.dumps(_metrics(run_id, entries)),
-            verdicts=verdicts,
+            verdicts=verdicts.model_dump(mode="json"),
             ginkgo_report_keys={},
             entry=manifest_entry(
                 run_id=run_id,
                 results_key=f"{prefix}{run_id}/results.json",
                 metadata=metadata,
-                status=summary["status"],
+                status=summary.status,
                 airflow_run_id=airflow_run_id,
-                verdict=verdicts["verdict"],
-                failure_kind=summary["failure_kind"],
-                failed_scenarios=summary["failed_scenarios"],
-                not_run_scenarios=summary["not_run_scenarios"],
+                verdict=verdicts.verdict,
+                failure_kind=summary.failure_kind,
+                failed_scenarios=list(summary.failed_scenarios),
+                not_run_scenarios=list(summary.not_run_scenarios),
             ),
         )
         history.run_ids.append(run_id)
@@ -302,7 +303,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
         history.timestamps.append(metadata.timestamp)
         history.kai_refs.append(kai_ref)
         history.commits.append(commit)
-        history.verdicts.append(verdicts["verdict"])
+        history.verdicts.append(verdicts.verdict)
         keys = published.keys
         history.keys.extend(
             [run_summary_key(run_id), keys.results, keys.ginkgo_report, keys.metrics, keys.verdicts]

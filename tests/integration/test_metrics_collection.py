@@ -30,7 +30,9 @@ def _last(seconds: int) -> Window:
 
 
 def test_a_scenario_window_is_summarised_with_its_raw_series(prometheus: PrometheusClient) -> None:
-    result = collect_scenario(prometheus, queries=[REQUEST_RATE], window=_last(60), step=timedelta(seconds=5))
+    result = collect_scenario(
+        prometheus, queries=[REQUEST_RATE], window=_last(60), step=timedelta(seconds=5)
+    ).model_dump(mode="json")
     assert result["status"] == "collected"
     requests = result["metrics"]["requests"]
     assert requests["status"] == "ok"
@@ -49,7 +51,7 @@ def test_a_scenario_window_is_summarised_with_its_raw_series(prometheus: Prometh
 def test_a_failing_query_is_marked_missing_and_the_rest_collected(prometheus: PrometheusClient) -> None:
     result = collect_scenario(
         prometheus, queries=[BROKEN, REQUEST_RATE], window=_last(30), step=timedelta(seconds=15)
-    )
+    ).model_dump(mode="json")
     assert result["status"] == "partial"
     assert result["reason"] == "queries failed: broken"
     broken = result["metrics"]["broken"]
@@ -65,7 +67,9 @@ def test_the_shipped_profile_runs_against_prometheus(prometheus: PrometheusClien
     profile = load_profile(REPO / "include" / "metrics" / "default.yaml")
 
     def collected() -> dict[str, Any]:
-        return collect_scenario(prometheus, queries=profile.queries, window=_last(60), step=profile.step)
+        return collect_scenario(
+            prometheus, queries=profile.queries, window=_last(60), step=profile.step
+        ).model_dump(mode="json")
 
     result = collected()
     assert result["status"] == "collected", result["reason"]
@@ -96,7 +100,7 @@ def test_an_unreachable_prometheus_marks_every_scenario_missing() -> None:
         scenarios=[scenario],
         windows={"s": _last(30)},
         connect=lambda: PrometheusClient(url),
-    )
+    ).model_dump(mode="json")
     entry = document["scenarios"]["s"]
     assert entry["status"] == "missing"
     assert f"Prometheus at {url} is unreachable" in entry["reason"]

@@ -344,7 +344,7 @@ def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() ->
         tests=_fill(490.0),
         scenario_tests={"sanity-fill-cluster": _fill(490.0)},
         include_dir="include",
-    )
+    ).model_dump(mode="json")
 
     assert verdicts["verdict"] == "threshold", verdicts["reasons"]  # 490 s breaches max 7m (420 s)
     detail = verdicts["tests"]["Fill Cluster with single GPU Jobs"]["time"]

@@ -118,7 +118,8 @@ def build_nightly_dag(
         @task(task_id=PUBLISH_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
         def publish_results(**context: Any) -> dict[str, Any]:
             """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry."""
-            return publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)
+            summary = publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)
+            return summary.model_dump(mode="json")  # its return value: the run summary as written
 
         @task(task_id=TEARDOWN_TASK_ID, retries=SETUP_RETRIES)
         def tear_down_environment(**context: Any) -> list[str]:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from kai_scale.alerts.message import AlertRun, FailedTask, failed_run_alert, overdue_run_alert
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
-from kai_scale_model.outcome import FailureKind
-from tests.failed_night import FILL, RECLAIM_REASON, RUN_ID, failed_night
+from kai_scale_model.outcome import FailureKind, Status
+from tests.failed_night import FILL, RECLAIM_REASON, RUN_ID, failed_night_documents
 
 AIRFLOW_RUN_ID = "scheduled__2026-11-22T02:00:00+00:00"
 RUN = AlertRun(
@@ -27,7 +27,7 @@ PUBLISH_FAILED = FailedTask(
 
 
 def test_a_bad_night_names_each_failed_scenario_breach_and_regression_with_numbers() -> None:
-    summary, verdicts = failed_night()
+    summary, verdicts = failed_night_documents()
     alert = failed_run_alert(
         run=RUN,
         summary=summary,
@@ -63,7 +63,7 @@ def test_a_bad_night_names_each_failed_scenario_breach_and_regression_with_numbe
 
 
 def test_the_json_says_the_same_as_the_text() -> None:
-    summary, verdicts = failed_night()
+    summary, verdicts = failed_night_documents()
     alert = failed_run_alert(
         run=RUN, summary=summary, verdicts=verdicts, failed_tasks=[PUBLISH_FAILED], reason="task_failure"
     )
@@ -103,7 +103,7 @@ def test_the_json_says_the_same_as_the_text() -> None:
 
 
 def test_scenarios_not_run_and_the_pipelines_own_failures_are_told_apart_from_kais() -> None:
-    def entry(scenario: str, status: str, reason: str, kind: FailureKind | None) -> ScenarioEntry:
+    def entry(scenario: str, status: Status, reason: str, kind: FailureKind | None) -> ScenarioEntry:
         return ScenarioEntry(
             scenario=scenario,
             status=status,
@@ -206,7 +206,7 @@ def test_an_overdue_run() -> None:
 
 
 def test_the_mail_body_is_the_text_escaped_with_links() -> None:
-    summary, verdicts = failed_night()
+    summary, verdicts = failed_night_documents()
     alert = failed_run_alert(run=RUN, summary=summary, verdicts=verdicts, failed_tasks=[])
     body = alert.html()
     assert body.startswith("<pre>The KAI scale-test run")

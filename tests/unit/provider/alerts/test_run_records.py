@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
+from kai_scale.alerts import run_records
+from kai_scale.alerts.message import FailedTask
 from kai_scale.alerts.run_records import AlertOptions, failed_alert_from, overdue_alert_from, run_alert
 from kai_scale.run_id import pipeline_run_id
+from tests.failed_night import RECLAIM_REASON, RUN_ID, failed_night
 
 AIRFLOW_RUN_ID = "scheduled__2026-11-22T02:00:00+00:00"
 OPTIONS = AlertOptions(
@@ -75,3 +78,62 @@ def test_a_failed_run_is_alerted_even_when_its_records_cannot_be_read() -> None:
     assert alert.payload["unread"]
     assert "Some of the run's records could not be read: " in alert.text
     assert alert.subject == f"[KAI scale] run {AIRFLOW_RUN_ID} (node count unknown) failed: the run failed"
+
+
+def _with_records(monkeypatch: pytest.MonkeyPatch, summary: object, verdicts: dict[str, Any] | None) -> None:
+    """The XComs as the dag-processor would answer them."""
+    records = run_records._Records(
+        summary=summary, verdicts=verdicts, failed_tasks=[FailedTask(task_id="publish_results", error="boom")]
+    )
+    monkeypatch.setattr(run_records, "_records", lambda dag_id, airflow_run_id: records)
+
+
+FAILED_CONTEXT = {"dag": SimpleNamespace(dag_id="kai_scale_nightly"), "run_id": AIRFLOW_RUN_ID}
+
+
+def test_the_run_summary_in_xcom_is_read_into_the_alert(monkeypatch: pytest.MonkeyPatch) -> None:
+    summary, verdicts = failed_night()
+    _with_records(monkeypatch, summary, verdicts)
+    alert = failed_alert_from(FAILED_CONTEXT, options=OPTIONS)
+    assert (alert.payload["run_id"], alert.payload["node_count"], alert.payload["unread"]) == (
+        RUN_ID,
+        500,
+        None,
+    )
+    assert alert.payload["summary_written"] is True
+    assert alert.payload["failed_scenarios"] == [
+        {"scenario": "reclaim", "reason": RECLAIM_REASON, "failure_kind": "scenario"}
+    ]
+
+
+def test_a_run_summary_in_xcom_that_is_not_one_is_named_and_the_alert_goes_with_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    summary, verdicts = failed_night()
+    del summary["scenarios"][1]["status"]
+    _with_records(monkeypatch, summary, verdicts)
+    alert = failed_alert_from(FAILED_CONTEXT, options=OPTIONS)
+    assert alert.payload["unread"] == (
+        "RunSummaryError: run summary XCom 'run_summary' of publish_results "
+        f"(run {AIRFLOW_RUN_ID}): 'scenarios.1.status' Field required"
+    )
+    assert alert.payload["summary_written"] is False
+    # The verdicts and the failed tasks are still told.
+    assert alert.payload["verdict"] == "failure"
+    assert alert.payload["failed_tasks"] == [{"task_id": "publish_results", "error": "boom"}]
+
+
+def test_verdicts_in_xcom_that_are_not_them_are_named_and_the_summary_is_still_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    summary, verdicts = failed_night()
+    del verdicts["method"]
+    _with_records(monkeypatch, summary, verdicts)
+    alert = failed_alert_from(FAILED_CONTEXT, options=OPTIONS)
+    assert alert.payload["unread"] == (
+        f"VerdictsError: verdicts XCom 'verdicts' of publish_results (run {AIRFLOW_RUN_ID}): "
+        "'method' Field required"
+    )
+    assert alert.payload["verdict"] == "failure", "the summary's, as the verdicts' cannot be read"
+    assert [s["scenario"] for s in alert.payload["failed_scenarios"]] == ["reclaim"]
+    assert (alert.payload["threshold_breaches"], alert.payload["links"]["verdicts"]) == ([], None)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kai_scale.metrics.collection import missing_scenarios, scenario_window
+from kai_scale.metrics.collection import RunMetrics, ScenarioMetrics, missing_scenarios, scenario_window
 from kai_scale.metrics.profile import MetricsProfileError, load_profile
 from kai_scale.scenario_files import load_scenarios
 from kai_scale_model.metric_query import MetricQuery
@@ -87,11 +87,14 @@ def test_the_window_is_the_runners_own_else_the_tasks() -> None:
 
 
 def test_missing_scenarios_include_partial_ones() -> None:
-    document = {
-        "scenarios": {
-            "a": {"status": "collected"},
-            "b": {"status": "partial"},
-            "c": {"status": "missing"},
-        }
-    }
+    document = RunMetrics(
+        run_id="r",
+        prometheus=None,
+        step_seconds=15.0,
+        scenarios={
+            "a": ScenarioMetrics(status="collected", reason=None, window=None, metrics={}),
+            "b": ScenarioMetrics(status="partial", reason=None, window=None, metrics={}),
+            "c": ScenarioMetrics(status="missing", reason=None, window=None, metrics={}),
+        },
+    )
     assert missing_scenarios(document) == ["b", "c"]

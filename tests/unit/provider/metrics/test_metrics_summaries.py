@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from kai_scale.metrics.collection import public_metrics
+from kai_scale.metrics.collection import RunMetrics, ScenarioMetrics, public_metrics
 from kai_scale.metrics.summaries import summarize
 
 
@@ -43,17 +43,21 @@ def test_no_finite_value_is_no_summary(values: list[float]) -> None:
 
 
 def test_published_metrics_carry_no_prometheus_address() -> None:
-    internal = {
-        "run_id": "r",
-        "prometheus": "http://prometheus.monitoring.svc:9090/x",
-        "scenarios": {
-            "a": {
-                "status": "missing",
-                "reason": "Prometheus at http://prometheus.monitoring.svc:9090/x is down",
-            }
+    internal = RunMetrics(
+        run_id="r",
+        prometheus="http://prometheus.monitoring.svc:9090/x",
+        step_seconds=15.0,
+        scenarios={
+            "a": ScenarioMetrics(
+                status="missing",
+                reason="Prometheus at http://prometheus.monitoring.svc:9090/x is down",
+                window=None,
+                metrics={},
+            )
         },
-    }
+    )
     published = public_metrics(internal)
     assert "prometheus" not in published
     assert published["scenarios"]["a"]["reason"] == "Prometheus at <prometheus> is down"
-    assert internal["prometheus"] == "http://prometheus.monitoring.svc:9090/x", "the input is not changed"
+    assert list(published) == ["run_id", "step_seconds", "scenarios"]
+    assert internal.prometheus == "http://prometheus.monitoring.svc:9090/x", "the input is not changed"

@@ -29,9 +29,11 @@ def test_each_scenario_is_compared_with_its_own_previous_run(results_bucket: Res
         include_dir="include",
     )
 
-    assert verdicts["previous_run_ids"] == {"fill": "r1", "reclaim": "r2"}
-    fill = verdicts["tests"]["Fill"]["time"]["comparison"]
-    assert (fill["previous"], fill["current"], fill["previous_run_id"]) == (101.0, 110.0, "r1")
-    assert fill["change_percent"] == pytest.approx(8.91, abs=0.01)
-    reclaim = verdicts["tests"]["Reclaim"]["time"]["comparison"]
-    assert (reclaim["previous"], reclaim["previous_run_id"]) == (52.0, "r2")
+    assert verdicts.previous_run_ids == {"fill": "r1", "reclaim": "r2"}
+    fill = verdicts.tests["Fill"]["time"].comparison
+    assert fill is not None
+    assert (fill.previous, fill.current, fill.previous_run_id) == (101.0, 110.0, "r1")
+    assert fill.change_percent == pytest.approx(8.91, abs=0.01)
+    reclaim = verdicts.tests["Reclaim"]["time"].comparison
+    assert reclaim is not None
+    assert (reclaim.previous, reclaim.previous_run_id) == (52.0, "r2")

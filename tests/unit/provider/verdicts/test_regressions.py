@@ -158,11 +158,11 @@ def test_the_document_says_regression_with_one_reason_per_finding() -> None:
         previous_run_ids={"fill": history[-1].run_id},
         method=Method(),
     )
-    assert document["verdict"] == "regression"
-    (reason,) = document["reasons"]
+    assert document.verdict == "regression"
+    (reason,) = document.reasons
     assert "regressed since run r040" in reason
-    assert document["findings"] == [reason], "what fails the run besides its failed tests"
-    assert document["test_verdicts"] == {"Fill": "regression"}
-    time = document["tests"]["Fill"]["time"]
+    assert document.findings == (reason,), "what fails the run besides its failed tests"
+    assert document.test_verdicts == {"Fill": "regression"}
+    time = document.model_dump(mode="json")["tests"]["Fill"]["time"]
     assert set(time) == {"comparison", "threshold", "change_point"}
-    assert document["method"]["window"] == 30
+    assert document.method.window == 30

@@ -130,9 +130,9 @@ def test_a_scenario_that_did_not_run_is_incomplete_and_no_kai_failure_or_regress
         previous_run_ids={},
         method=DEFAULT_METHOD,
     )
-    assert document["verdict"] == "incomplete"
-    assert document["test_verdicts"] == {"Fill": "pass", "topology": "incomplete"}
-    assert (document["reasons"], document["findings"]) == (["'topology' did not run"], [])
+    assert document.verdict == "incomplete"
+    assert document.test_verdicts == {"Fill": "pass", "topology": "incomplete"}
+    assert (document.reasons, document.findings) == (("'topology' did not run",), ())
     with_failure = [*tests, TESTS[1]]
     assert overall_verdict(tests=with_failure, thresholds=[], regressions=[]) == "failure"
     assert overall_verdict(tests=[TESTS[0]], thresholds=[], regressions=[]) == "pass"

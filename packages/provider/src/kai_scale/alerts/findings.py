@@ -9,9 +9,11 @@ verdicts document keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry
+from kai_scale.verdicts.document import Verdict, Verdicts
+from kai_scale_model.outcome import FailureKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,9 +24,8 @@ class FailedScenario:
     """Its name."""
     reason: str
     """Why, as the run summary says."""
-    failure_kind: str | None
-    """``scenario`` (it ran and failed) or ``infrastructure`` (it could not run or be recorded); None
-    in summaries written before failures had a kind."""
+    failure_kind: FailureKind | None
+    """``scenario`` (it ran and failed) or ``infrastructure`` (it could not run or be recorded)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +84,7 @@ class Regression:
 class Findings:
     """Everything in a run's summary and verdicts that an alert reports."""
 
-    verdict: str | None
+    verdict: Verdict | None
     """The run's verdict (``pass``, ``failure``, ``threshold``, ``regression``, ``incomplete``)."""
     failed_scenarios: tuple[FailedScenario, ...]
     """Scenarios that failed, with their reasons."""
@@ -97,62 +98,58 @@ class Findings:
     """Regressions against the run's history."""
 
 
-def _reason(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("reason") or "no reason given")
+def _reason(entry: ScenarioEntry) -> str:
+    return entry.reason or "no reason given"
 
 
-def findings(*, summary: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None) -> Findings:
+def findings(*, summary: RunSummary | None, verdicts: Verdicts | None) -> Findings:
     """The findings of a run; empty where publishing left no summary or verdicts."""
-    entries = (summary or {}).get("scenarios", [])
+    entries = summary.scenarios if summary else ()
     failed = tuple(
-        FailedScenario(
-            scenario=str(entry["scenario"]),
-            reason=_reason(entry),
-            failure_kind=entry.get("failure_kind"),
-        )
+        FailedScenario(scenario=entry.scenario, reason=_reason(entry), failure_kind=entry.failure_kind)
         for entry in entries
-        if entry.get("status") == "failure"
+        if entry.status == "failure"
     )
     not_run = tuple(
-        NotRunScenario(scenario=str(entry["scenario"]), reason=_reason(entry))
+        NotRunScenario(scenario=entry.scenario, reason=_reason(entry))
         for entry in entries
-        if entry.get("status") == "not_run"
+        if entry.status == "not_run"
     )
     breaches: list[ThresholdBreach] = []
     on_nothing: list[ThresholdBreach] = []
     regressions: list[Regression] = []
-    for test_name, details in (verdicts or {}).get("tests", {}).items():
+    for test_name, details in (verdicts.tests if verdicts else {}).items():
         for detail, judged in details.items():
-            previous = (judged.get("comparison") or {}).get("previous")
-            threshold = judged.get("threshold")
-            if threshold and threshold.get("status") in ("breach", "missing"):
+            previous = judged.comparison.previous if judged.comparison else None
+            threshold = judged.threshold
+            if threshold and threshold.status in ("breach", "missing"):
                 found = ThresholdBreach(
                     test_name=test_name,
                     detail=detail,
-                    value=threshold.get("value"),
-                    min=threshold.get("min"),
-                    max=threshold.get("max"),
+                    value=threshold.value,
+                    min=threshold.min,
+                    max=threshold.max,
                     previous=previous,
-                    reason=str(threshold.get("reason", "")),
+                    reason=threshold.reason,
                 )
-                (breaches if threshold["status"] == "breach" else on_nothing).append(found)
-            change = judged.get("change_point")
+                (breaches if threshold.status == "breach" else on_nothing).append(found)
+            change = judged.change_point
             if change:
                 regressions.append(
                     Regression(
                         test_name=test_name,
                         detail=detail,
-                        before=float(change["baseline"]),
-                        after=float(change["current"]),
-                        change_percent=float(change["change_percent"]),
-                        better=str(change["better"]),
-                        p_value=float(change["p_value"]),
-                        since_run_id=str(change["since_run_id"]),
+                        before=change.baseline,
+                        after=change.current,
+                        change_percent=change.change_percent,
+                        better=change.better,
+                        p_value=change.p_value,
+                        since_run_id=change.since_run_id,
                     )
                 )
-    verdict = (verdicts or {}).get("verdict") or (summary or {}).get("verdict")
+    verdict: Verdict | None = verdicts.verdict if verdicts else (summary.verdict if summary else None)
     return Findings(
-        verdict=str(verdict) if verdict else None,
+        verdict=verdict,
         failed_scenarios=failed,
         not_run_scenarios=not_run,
         breaches=tuple(breaches),

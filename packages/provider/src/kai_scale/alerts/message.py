@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from kai_scale.alerts.findings import FailedScenario, Findings, ThresholdBreach, findings
+from kai_scale.publishing.run_summary import RunSummary
+from kai_scale.verdicts.document import Verdicts
 from kai_scale_model.durations import format_duration
 
 SUBJECT_PREFIX = "[KAI scale]"
@@ -147,8 +149,8 @@ def _run_payload(run: AlertRun) -> dict[str, Any]:
 def failed_run_alert(
     *,
     run: AlertRun,
-    summary: Mapping[str, Any] | None,
-    verdicts: Mapping[str, Any] | None,
+    summary: RunSummary | None,
+    verdicts: Verdicts | None,
     failed_tasks: Sequence[FailedTask],
     reason: str | None = None,
     unread: str | None = None,

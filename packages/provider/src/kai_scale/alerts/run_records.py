@@ -25,8 +25,10 @@ from airflow.sdk.execution_time.xcom import XCom
 from kai_scale.alerts.message import Alert, AlertRun, FailedTask, failed_run_alert, overdue_run_alert
 from kai_scale.object_keys import published_keys
 from kai_scale.params import DEFAULT_NODE_COUNT
+from kai_scale.publishing.run_summary import RunSummary, RunSummaryError
 from kai_scale.publishing.xcom import PUBLISH_TASK_ID, RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import pipeline_run_id
+from kai_scale.verdicts.document import Verdicts, VerdictsError
 from kai_scale_model.durations import parse_duration
 
 log = logging.getLogger(__name__)
@@ -85,9 +87,18 @@ def _published_url(options: AlertOptions, key: str) -> str:
     return f"s3://{options.results_bucket}/{key}"
 
 
-def _records(
-    dag_id: str, airflow_run_id: str
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[FailedTask]]:
+@dataclass(frozen=True, kw_only=True)
+class _Records:
+    """What ``publish_results`` and the failed tasks left in XCom."""
+
+    summary: object
+    """The run summary as read from XCom (validated by ``_validated``), or None."""
+    verdicts: object
+    """The verdicts as read from XCom (validated by ``_validated``), or None."""
+    failed_tasks: list[FailedTask]
+
+
+def _records(dag_id: str, airflow_run_id: str) -> _Records:
     def xcom(task_id: str, key: str) -> Any:
         return XCom.get_one(key=key, dag_id=dag_id, task_id=task_id, run_id=airflow_run_id)
 
@@ -95,28 +106,67 @@ def _records(
     verdicts = xcom(PUBLISH_TASK_ID, VERDICTS_XCOM_KEY)
     states = RuntimeTaskInstance.get_task_states(dag_id=dag_id, run_ids=[airflow_run_id])
     failed = sorted(task_id for task_id, state in states.get(airflow_run_id, {}).items() if state == "failed")
-    return summary, verdicts, [FailedTask(task_id=t, error=xcom(t, FAILURE_XCOM_KEY)) for t in failed]
+    return _Records(
+        summary=summary,
+        verdicts=verdicts,
+        failed_tasks=[FailedTask(task_id=t, error=xcom(t, FAILURE_XCOM_KEY)) for t in failed],
+    )
+
+
+def _validated(
+    records: _Records, *, airflow_run_id: str
+) -> tuple[RunSummary | None, Verdicts | None, list[str]]:
+    """The XComs validated, each alone, and what is wrong with those publish_results did not write.
+
+    Each wrong one is a RunSummaryError or VerdictsError naming the XCom and the field.
+    """
+
+    def source(key: str) -> str:
+        return f"XCom {key!r} of {PUBLISH_TASK_ID} (run {airflow_run_id})"
+
+    summary: RunSummary | None = None
+    verdicts: Verdicts | None = None
+    wrong: list[str] = []
+    try:
+        if records.summary is not None:
+            summary = RunSummary.read(records.summary, source=source(RUN_SUMMARY_XCOM_KEY))
+    except RunSummaryError as error:
+        wrong.append(f"{type(error).__name__}: {error}")
+    try:
+        if records.verdicts is not None:
+            verdicts = Verdicts.read(records.verdicts, source=source(VERDICTS_XCOM_KEY))
+    except VerdictsError as error:
+        wrong.append(f"{type(error).__name__}: {error}")
+    return summary, verdicts, wrong
 
 
 def failed_alert_from(context: Mapping[str, Any], *, options: AlertOptions) -> Alert:
     """The alert about the failed run of a DAG's ``on_failure_callback`` context."""
     dag_id, airflow_run_id = context["dag"].dag_id, str(context["run_id"])
     dag_run = context.get("dag_run")
+    summary: RunSummary | None = None
+    verdicts: Verdicts | None = None
     try:
-        summary, verdicts, failed_tasks = _records(dag_id, airflow_run_id)
-        unread = None
+        records = _records(dag_id, airflow_run_id)
+        failed_tasks, unread = records.failed_tasks, None
     except Exception as error:
         # The alert is the last word on a bad night: it goes out with what is known rather than not at all.
         log.exception("the records of run %s could not be read; alerting without them", airflow_run_id)
-        summary, verdicts, failed_tasks, unread = None, None, [], f"{type(error).__name__}: {error}"
+        failed_tasks, unread = [], f"{type(error).__name__}: {error}"
+    else:
+        summary, verdicts, wrong = _validated(records, airflow_run_id=airflow_run_id)
+        if wrong:
+            # A document that is not one is told in the alert, which goes out with the rest.
+            unread = "; ".join(wrong)
+            log.error("publish_results' records of run %s are not what it writes: %s", airflow_run_id, unread)
     if summary is not None:
-        run_id: str | None = str(summary["run_id"])
+        run_id: str | None = summary.run_id
     elif dag_run is not None:
         run_id = pipeline_run_id(airflow_run_id=airflow_run_id, run_after=dag_run.run_after)
     else:
         run_id = None
     params = context.get("params") or {}
-    node_count = (summary or {}).get("node_count") or params.get("node_count")
+    node_count = (summary.node_count if summary else None) or params.get("node_count")
     keys = published_keys(prefix=options.results_prefix, run_id=run_id) if summary and run_id else None
     run = AlertRun(
         dag_id=dag_id,

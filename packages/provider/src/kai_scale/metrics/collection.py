@@ -1,6 +1,11 @@
 """Collecting a scenario's metrics over its own window: range queries plus the value at the window's end.
 
 Everything but the client is pure; a query that fails is recorded as missing, never dropped.
+
+``RunMetrics`` is the run's metrics document (``runs/<run-id>/metrics.json``): ``collect_metrics``
+writes its ``model_dump(mode="json")``, ``publish_results`` reads it back with ``RunMetrics.read`` and
+publishes it without Prometheus' address (``public_metrics``). The trend view reads the published
+copies as JSON.
 """
 
 from __future__ import annotations
@@ -10,11 +15,115 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError, Series
 from kai_scale.metrics.summaries import summarize
 from kai_scale_model.metric_query import MetricQuery
+from kai_scale_model.scenario import Scenario
+from kai_scale_model.validation import problems
+
+
+class MetricsDocumentError(ValueError):
+    """A metrics document that is not one (not JSON, malformed, truncated); names its source and field."""
+
+
+class _Document(BaseModel):
+    # Non-finite values are written as null already (_number); any other would stay as json.dumps has it.
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+
+
+class WindowEntry(_Document):
+    """A scenario's window as written (``Window.to_dict``): ISO 8601 times as Python writes them."""
+
+    start: str
+    end: str
+    source: str
+
+
+class SeriesSummary(_Document):
+    """``summaries.summarize`` of finite values."""
+
+    samples: int
+    min: float
+    avg: float
+    max: float
+    p50: float
+    p90: float
+    p99: float
+
+
+class ValueAtEnd(_Document):
+    """One series' value at the window's end (None: not a finite number)."""
+
+    labels: dict[str, str]
+    value: float | None
+
+
+class SeriesValues(_Document):
+    """One series over the window: its summary and its (unix time, value) points."""
+
+    labels: dict[str, str]
+    summary: SeriesSummary | None
+    values: tuple[tuple[float, float | None], ...]
+
+
+class CollectedQuery(_Document):
+    """A named query collected over the window."""
+
+    query: str
+    unit: str
+    description: str
+    status: Literal["ok"]
+    error: None
+    summary: SeriesSummary | None
+    """Of every series' finite values together (None: there were none)."""
+    at_end: tuple[ValueAtEnd, ...]
+    series: tuple[SeriesValues, ...]
+
+
+class MissingQuery(_Document):
+    """A named query whose values could not be collected, and why."""
+
+    query: str
+    unit: str
+    description: str
+    status: Literal["missing"]
+    error: str
+
+
+QueryResult = Annotated[CollectedQuery | MissingQuery, Field(discriminator="status")]
+
+
+class ScenarioMetrics(_Document):
+    """One scenario's metrics over its window."""
+
+    status: Literal["collected", "partial", "missing"]
+    reason: str | None
+    window: WindowEntry | None
+    metrics: dict[str, QueryResult]
+
+
+class RunMetrics(_Document):
+    """``metrics.json``: per scenario, its window and each named query's summary and raw series."""
+
+    run_id: str
+    prometheus: str | None
+    """Prometheus' address (None: not connected); left out of the published copy."""
+    step_seconds: float | None
+    scenarios: dict[str, ScenarioMetrics]
+
+    @classmethod
+    def read(cls, text: str, *, source: str) -> RunMetrics:
+        """``text`` parsed and validated; MetricsDocumentError names ``source`` and each bad field."""
+        try:
+            return cls.model_validate(json.loads(text))
+        except json.JSONDecodeError as error:
+            raise MetricsDocumentError(f"metrics {source} is not JSON (truncated?): {error}") from error
+        except ValidationError as error:
+            raise MetricsDocumentError(f"metrics {source}: {problems(error)}") from error
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,9 +135,9 @@ class Window:
     source: str
     """``runner`` (the runner's own start and end) or ``task`` (the task around the pod)."""
 
-    def to_dict(self) -> dict[str, str]:
-        """JSON form."""
-        return {"start": self.start.isoformat(), "end": self.end.isoformat(), "source": self.source}
+    def to_entry(self) -> WindowEntry:
+        """As the metrics document has it."""
+        return WindowEntry(start=self.start.isoformat(), end=self.end.isoformat(), source=self.source)
 
 
 def _time(text: str) -> datetime:
@@ -51,44 +160,45 @@ def _number(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _query_result(query: MetricQuery, over_window: list[Series], at_end: list[Series]) -> dict[str, Any]:
-    return {
-        "query": query.query,
-        "unit": query.unit,
-        "description": query.description,
-        "status": "ok",
-        "error": None,
-        "summary": summarize([value for series in over_window for _, value in series.points]),
-        "at_end": [
-            {"labels": s.labels, "value": _number(s.points[0][1]) if s.points else None} for s in at_end
-        ],
-        "series": [
-            {
-                "labels": s.labels,
-                "summary": summarize([value for _, value in s.points]),
-                "values": [[time, _number(value)] for time, value in s.points],
-            }
+def _summary(values: Sequence[float]) -> SeriesSummary | None:
+    summary = summarize(values)
+    return SeriesSummary.model_validate(summary) if summary is not None else None
+
+
+def _query_result(query: MetricQuery, over_window: list[Series], at_end: list[Series]) -> CollectedQuery:
+    return CollectedQuery(
+        query=query.query,
+        unit=query.unit,
+        description=query.description,
+        status="ok",
+        error=None,
+        summary=_summary([value for series in over_window for _, value in series.points]),
+        at_end=tuple(
+            ValueAtEnd(labels=s.labels, value=_number(s.points[0][1]) if s.points else None) for s in at_end
+        ),
+        series=tuple(
+            SeriesValues(
+                labels=s.labels,
+                summary=_summary([value for _, value in s.points]),
+                values=tuple((time, _number(value)) for time, value in s.points),
+            )
             for s in over_window
-        ],
-    }
+        ),
+    )
 
 
-def missing_query(query: MetricQuery, error: str) -> dict[str, Any]:
+def missing_query(query: MetricQuery, error: str) -> MissingQuery:
     """A query whose values could not be collected."""
-    return {
-        "query": query.query,
-        "unit": query.unit,
-        "description": query.description,
-        "status": "missing",
-        "error": error,
-    }
+    return MissingQuery(
+        query=query.query, unit=query.unit, description=query.description, status="missing", error=error
+    )
 
 
 def collect_scenario(
     client: PrometheusClient, *, queries: Sequence[MetricQuery], window: Window, step: timedelta
-) -> dict[str, Any]:
+) -> ScenarioMetrics:
     """Every query over ``window``; each failing query is marked missing with Prometheus' error."""
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, CollectedQuery | MissingQuery] = {}
     for query in queries:
         try:
             over_window = client.query_range(query.query, start=window.start, end=window.end, step=step)
@@ -97,69 +207,65 @@ def collect_scenario(
             metrics[query.name] = missing_query(query, str(error))
         else:
             metrics[query.name] = _query_result(query, over_window, at_end)
-    failed = [name for name, result in metrics.items() if result["status"] == "missing"]
-    status = "collected" if not failed else ("missing" if len(failed) == len(metrics) else "partial")
+    failed = [name for name, result in metrics.items() if result.status == "missing"]
+    status: Literal["collected", "partial", "missing"] = (
+        "collected" if not failed else ("missing" if len(failed) == len(metrics) else "partial")
+    )
     reason = f"queries failed: {', '.join(failed)}" if failed else None
-    return {"status": status, "reason": reason, "window": window.to_dict(), "metrics": metrics}
+    return ScenarioMetrics(status=status, reason=reason, window=window.to_entry(), metrics=metrics)
 
 
 def missing_scenario(
     *, queries: Sequence[MetricQuery], reason: str, window: Window | None = None
-) -> dict[str, Any]:
+) -> ScenarioMetrics:
     """A scenario none of whose metrics were collected, each query marked missing with ``reason``."""
-    return {
-        "status": "missing",
-        "reason": reason,
-        "window": window.to_dict() if window else None,
-        "metrics": {query.name: missing_query(query, reason) for query in queries},
-    }
+    return ScenarioMetrics(
+        status="missing",
+        reason=reason,
+        window=window.to_entry() if window else None,
+        metrics={query.name: missing_query(query, reason) for query in queries},
+    )
 
 
 def metrics_document(
-    *, run_id: str, prometheus_url: str | None, step: timedelta, scenarios: Mapping[str, Any]
-) -> dict[str, Any]:
+    *, run_id: str, prometheus_url: str | None, step: timedelta, scenarios: Mapping[str, ScenarioMetrics]
+) -> RunMetrics:
     """``metrics.json``: per scenario, its window and each named query's summary and raw series."""
-    return {
-        "run_id": run_id,
-        "prometheus": prometheus_url,
-        "step_seconds": step.total_seconds(),
-        "scenarios": dict(scenarios),
-    }
+    return RunMetrics(
+        run_id=run_id, prometheus=prometheus_url, step_seconds=step.total_seconds(), scenarios=dict(scenarios)
+    )
 
 
-def missing_scenarios(document: Mapping[str, Any]) -> list[str]:
+def missing_scenarios(document: RunMetrics) -> list[str]:
     """Scenarios of a metrics document with metrics missing (entirely or in part)."""
-    return [
-        name
-        for name, entry in document.get("scenarios", {}).items()
-        if entry.get("status") in ("missing", "partial")
-    ]
+    return [name for name, entry in document.scenarios.items() if entry.status in ("missing", "partial")]
 
 
-def unwritten_metrics(*, run_id: str, scenarios: Sequence[Any]) -> dict[str, Any]:
+def unwritten_metrics(*, run_id: str, scenarios: Sequence[Scenario]) -> RunMetrics:
     """The metrics document when the metrics task wrote none (it crashed, or never ran)."""
     reason = "the collect_metrics task wrote no metrics (see its log)"
-    return {
-        "run_id": run_id,
-        "prometheus": None,
-        "step_seconds": None,
-        "scenarios": {
-            s.name: {"status": "missing", "reason": reason, "window": None, "metrics": {}} for s in scenarios
+    return RunMetrics(
+        run_id=run_id,
+        prometheus=None,
+        step_seconds=None,
+        scenarios={
+            s.name: ScenarioMetrics(status="missing", reason=reason, window=None, metrics={})
+            for s in scenarios
         },
-    }
+    )
 
 
 PROMETHEUS_PLACEHOLDER = "<prometheus>"
 
 
-def public_metrics(document: Mapping[str, Any]) -> dict[str, Any]:
+def public_metrics(document: RunMetrics) -> dict[str, Any]:
     """``metrics.json`` as published: without Prometheus' address, which is internal to the deployment.
 
     The internal copy under ``runs/`` keeps it for operators; here the ``prometheus`` field goes and
     the address is replaced wherever an error reason quotes it.
     """
-    url = document.get("prometheus")
-    text = json.dumps({key: value for key, value in document.items() if key != "prometheus"})
+    url = document.prometheus
+    text = json.dumps(document.model_dump(mode="json", exclude={"prometheus"}))
     if url:
         # Replaced inside the JSON text: reasons are JSON strings, where the URL appears escaped.
         text = text.replace(json.dumps(url)[1:-1], PROMETHEUS_PLACEHOLDER)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
 
 from kai_scale.metrics.collection import (
+    RunMetrics,
+    ScenarioMetrics,
     Window,
     collect_scenario,
     metrics_document,
@@ -29,7 +30,7 @@ def collect_run_metrics(
     scenarios: Sequence[Scenario],
     windows: Mapping[str, Window | None],
     connect: Callable[[], PrometheusClient],
-) -> dict[str, Any]:
+) -> RunMetrics:
     """``metrics.json`` for ``scenarios`` (the selected ones), each over ``windows[name]``.
 
     :param connect: opens the client; a PrometheusError from it marks everything missing.
@@ -79,7 +80,7 @@ def _scenario_metrics(
     profile: MetricsProfile,
     queries: Sequence[MetricQuery],
     window: Window | None,
-) -> dict[str, Any]:
+) -> ScenarioMetrics:
     if window is None:
         return missing_scenario(queries=queries, reason="the scenario did not run, so it has no window")
     return collect_scenario(client, queries=queries, window=window, step=profile.step)
@@ -93,7 +94,7 @@ def _all_missing(
     windows: Mapping[str, Window | None],
     reason: str,
     prometheus_url: str | None,
-) -> dict[str, Any]:
+) -> RunMetrics:
     return metrics_document(
         run_id=run_id,
         prometheus_url=prometheus_url,

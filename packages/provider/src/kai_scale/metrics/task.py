@@ -59,14 +59,12 @@ def collect_metrics(
         connect=PrometheusHook(prometheus_conn_id=settings.prometheus_conn_id).get_conn,
     )
     with bucket.errors_named(f"write {key}"):
-        bucket.write_text(key=key, text=json.dumps(document))
-    for name, entry in document["scenarios"].items():
-        log.info(
-            "%s: metrics %s%s", name, entry["status"], f" ({entry['reason']})" if entry["reason"] else ""
-        )
+        bucket.write_text(key=key, text=json.dumps(document.model_dump(mode="json")))
+    for name, entry in document.scenarios.items():
+        log.info("%s: metrics %s%s", name, entry.status, f" ({entry.reason})" if entry.reason else "")
     missing = missing_scenarios(document)
     if missing:
-        reasons = "; ".join(f"{name}: {document['scenarios'][name]['reason']}" for name in missing)
+        reasons = "; ".join(f"{name}: {document.scenarios[name].reason}" for name in missing)
         # Written first: the run is published with these metrics marked missing.
         raise MetricsMissingError(f"metrics missing (written to {key}, marked missing): {reasons}")
     return key

@@ -69,15 +69,15 @@ def service_resources(kai_tuning: Sequence[TuningPatch]) -> dict[str, Any]:
 def commit_hash(entries: Sequence[ScenarioEntry]) -> str | None:
     """The KAI commit the runner image was built from, as the first runner that knows it reports."""
     for entry in entries:
-        if entry.outcome and entry.outcome.get("kai_commit_hash"):
-            return str(entry.outcome["kai_commit_hash"])
+        if entry.outcome and entry.outcome.kai_commit_hash:
+            return entry.outcome.kai_commit_hash
     return None
 
 
 def _tests(entry: ScenarioEntry) -> list[dict[str, Any]]:
     tests = [
-        {"test_name": t["test_name"], "status": t["status"], "details": t["details"]}
-        for t in (entry.outcome or {}).get("tests", [])
+        {"test_name": t.test_name, "status": t.status, "details": t.details}
+        for t in (entry.outcome.tests if entry.outcome else ())
     ]
     if entry.status != "success":
         kind = {"failure_kind": entry.failure_kind} if entry.failure_kind else {}

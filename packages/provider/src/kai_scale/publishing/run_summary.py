@@ -9,24 +9,34 @@ recorded: setup failed, no runner pod, the runner crashed, outputs not uploaded 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from kai_scale_model.outcome import FailureKind, OutcomeError, ScenarioOutcome
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
+
+from kai_scale.verdicts.document import Verdict
+from kai_scale_model.outcome import FailureKind, OutcomeError, ScenarioOutcome, Status
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
+from kai_scale_model.validation import problems
 
 RunStatus = Literal["success", "failure", "incomplete"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ScenarioEntry:
+class RunSummaryError(ValueError):
+    """A run summary that is not one (malformed or truncated); the message names its source and field."""
+
+
+class _Document(BaseModel):
+    # NaN and infinities stay as json.dumps writes them (a detail of the suite's may be one).
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+
+
+class ScenarioEntry(_Document):
     """One scenario in the run summary."""
 
     scenario: str
     """Scenario name."""
-    status: str
+    status: Status
     """``success``, ``failure``, ``not_run`` (KAI missing or not ready) or ``skipped`` (not selected)."""
     reason: str | None
     """Why it failed, did not run or was skipped."""
@@ -38,8 +48,8 @@ class ScenarioEntry:
     """Object key of the runner's outcome.json."""
     ginkgo_report_key: str | None
     """Object key of the Ginkgo report, when there is one."""
-    outcome: dict[str, Any] | None
-    """The runner's outcome (outcome.json), when it wrote one."""
+    outcome: ScenarioOutcome | None
+    """The runner's outcome (outcome.json, as written), when it wrote one."""
 
 
 def scenario_entry(
@@ -100,7 +110,7 @@ def scenario_entry(
         # A selected scenario is never skipped: an older runner said so when it found no KAI.
         status="not_run" if outcome.status == "skipped" else outcome.status,
         reason=outcome.reason,
-        outcome=json.loads(outcome.to_json()),
+        outcome=outcome,
         # An older runner names no kind: its failures were the scenario's own.
         failure_kind=outcome.failure_kind or ("scenario" if outcome.status == "failure" else None),
     )
@@ -126,6 +136,55 @@ def run_failure_kind(entries: Sequence[ScenarioEntry]) -> FailureKind | None:
     return "infrastructure" if kinds else None
 
 
+class RunSummary(_Document):
+    """The run summary (``runs/<run-id>/run-summary.json``, and ``publish_results``' XCom ``run_summary``).
+
+    Its keys, their order and their values are what the trend view, the alert and operators read:
+    ``model_dump(mode="json")`` writes them, ``read`` reads them back.
+    """
+
+    run_id: str
+    status: RunStatus
+    """``success``, ``failure`` or ``incomplete`` (see the module)."""
+    failure_kind: FailureKind | None
+    """For a failed run: ``scenario`` when a scenario ran and failed, else ``infrastructure``."""
+    failed_scenarios: tuple[str, ...]
+    not_run_scenarios: tuple[str, ...]
+    node_count: int | None
+    """The run's ``node_count`` param."""
+    kai_ref: str | None
+    """The run's ``kai_ref`` param."""
+    runner_image: str
+    runner_image_ids: dict[str, str | None]
+    """The digest each runner pod's node resolved the reference to (None: its pod never started)."""
+    scenarios: tuple[ScenarioEntry, ...]
+    verdict: Verdict | None = None
+    """The run's verdict (``verdicts.json``); None, and no key, until the run is judged."""
+    verdict_reasons: tuple[str, ...] | None = None
+    """The verdict's reasons; None, and no key, until the run is judged."""
+
+    @model_serializer(mode="wrap")
+    def _unjudged_without_verdict_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A summary gains verdict and verdict_reasons when its run is judged; before, it has neither key.
+        written: dict[str, Any] = handler(self)
+        if self.verdict is None and self.verdict_reasons is None:
+            written.pop("verdict", None)
+            written.pop("verdict_reasons", None)
+        return written
+
+    def judged(self, *, verdict: Verdict, reasons: Sequence[str]) -> RunSummary:
+        """The summary with its run's verdict and the verdict's reasons."""
+        return self.model_copy(update={"verdict": verdict, "verdict_reasons": tuple(reasons)})
+
+    @classmethod
+    def read(cls, document: object, *, source: str) -> RunSummary:
+        """``document`` (parsed JSON) validated; RunSummaryError names ``source`` and each bad field."""
+        try:
+            return cls.model_validate(document)
+        except ValidationError as error:
+            raise RunSummaryError(f"run summary {source}: {problems(error)}") from error
+
+
 def run_summary(
     *,
     run_id: str,
@@ -133,18 +192,17 @@ def run_summary(
     entries: Sequence[ScenarioEntry],
     runner_image: str,
     image_ids: Mapping[str, str | None],
-) -> dict[str, Any]:
-    """The run summary (``runs/<run-id>/run-summary.json``)."""
-    return {
-        "run_id": run_id,
-        "status": run_status(entries),
-        "failure_kind": run_failure_kind(entries),
-        "failed_scenarios": scenarios_with(entries, "failure"),
-        "not_run_scenarios": scenarios_with(entries, "not_run"),
-        "node_count": params.get("node_count"),
-        "kai_ref": params.get("kai_ref"),
-        "runner_image": runner_image,
-        # The digest each runner pod's node resolved the reference to (None: its pod never started).
-        "runner_image_ids": dict(image_ids),
-        "scenarios": [asdict(e) for e in entries],
-    }
+) -> RunSummary:
+    """The run summary of ``entries``, not yet judged (``RunSummary.judged`` adds the verdict)."""
+    return RunSummary(
+        run_id=run_id,
+        status=run_status(entries),
+        failure_kind=run_failure_kind(entries),
+        failed_scenarios=tuple(scenarios_with(entries, "failure")),
+        not_run_scenarios=tuple(scenarios_with(entries, "not_run")),
+        node_count=params.get("node_count"),
+        kai_ref=params.get("kai_ref"),
+        runner_image=runner_image,
+        runner_image_ids=dict(image_ids),
+        scenarios=tuple(entries),
+    )

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.cluster_errors import ClusterError
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.metrics.collection import missing_scenarios, public_metrics, unwritten_metrics
+from kai_scale.metrics.collection import RunMetrics, missing_scenarios, public_metrics, unwritten_metrics
 from kai_scale.object_keys import published_keys, run_metrics_key, run_summary_key
 from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
 from kai_scale.params import image_reference
@@ -26,7 +26,7 @@ from kai_scale.publishing.results_document import (
     service_resources,
     timestamp,
 )
-from kai_scale.publishing.run_summary import ScenarioEntry, run_summary, scenario_entry
+from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry, run_summary, scenario_entry
 from kai_scale.publishing.xcom import RUN_SUMMARY_XCOM_KEY, VERDICTS_XCOM_KEY
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
@@ -84,9 +84,7 @@ def _deployed_state(cluster: ClusterHook) -> DeployedState:
         return DeployedState(node_count=None, kubernetes_version=None, kai_images={})
 
 
-def publish_results(
-    *, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Any
-) -> dict[str, Any]:
+def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Any) -> RunSummary:
     """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry.
 
     Returns the run summary. A failed or not-run scenario, missing metrics or a left-out report fail
@@ -126,8 +124,6 @@ def publish_results(
         runner_image_ids=image_ids,
     )
     selected = [s for s in scenarios if s.name in params["scenarios"]]
-    if metrics_text is None:
-        metrics_text = json.dumps(unwritten_metrics(run_id=run_id, scenarios=selected))
     results = results_document(metadata=metadata, entries=entries)
     # Imported here: Otava and SciPy cost ~0.5 s, which every parse of the DAG file would pay.
     from kai_scale.publishing.verdicts_step import detail_rules, judge_run  # noqa: PLC0415
@@ -143,37 +139,47 @@ def publish_results(
             scenarios=[s for s, e in zip(scenarios, entries, strict=True) if e.status == "success"],
             tests=results["results"]["tests"],
             scenario_tests={
-                e.scenario: e.outcome["tests"] for e in entries if e.outcome and e.outcome["tests"]
+                e.scenario: [asdict(test) for test in e.outcome.tests]
+                for e in entries
+                if e.outcome and e.outcome.tests
             },
             include_dir=str(settings.include_dir),
             rules=detail_rules(scenarios),
         )
-    summary = {**summary, "verdict": verdicts["verdict"], "verdict_reasons": verdicts["reasons"]}
+    summary = summary.judged(verdict=verdicts.verdict, reasons=verdicts.reasons)
+    written = summary.model_dump(mode="json")
     with bucket.errors_named(f"write the run summary of run {run_id}"):
-        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(summary, indent=2))
-    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=summary)
-    ti.xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts)
-    log.info("verdict: %s", verdicts["verdict"])
-    for reason in verdicts["reasons"]:
+        bucket.write_text(key=run_summary_key(run_id), text=json.dumps(written, indent=2))
+    ti.xcom_push(key=RUN_SUMMARY_XCOM_KEY, value=written)
+    ti.xcom_push(key=VERDICTS_XCOM_KEY, value=verdicts.model_dump(mode="json"))
+    log.info("verdict: %s", verdicts.verdict)
+    for reason in verdicts.reasons:
         log.info("  %s", reason)
+    # Read where it always was: after the run summary is written, so a metrics document that is not one
+    # fails the task (naming its key and field) with the summary there for the alert.
+    metrics = (
+        unwritten_metrics(run_id=run_id, scenarios=selected)
+        if metrics_text is None
+        else RunMetrics.read(metrics_text, source=f"s3://{settings.results_bucket}/{run_metrics_key(run_id)}")
+    )
     published = publish_run(
         bucket,
         prefix=settings.results_prefix,
         run_id=run_id,
         results=results,
-        metrics_text=json.dumps(public_metrics(json.loads(metrics_text))),
-        verdicts=verdicts,
+        metrics_text=json.dumps(public_metrics(metrics)),
+        verdicts=verdicts.model_dump(mode="json"),
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
         entry=manifest_entry(
             run_id=run_id,
             results_key=published_keys(prefix=settings.results_prefix, run_id=run_id).results,
             metadata=metadata,
-            status=summary["status"],
+            status=summary.status,
             airflow_run_id=dag_run.run_id,
-            verdict=verdicts["verdict"],
-            failure_kind=summary["failure_kind"],
-            failed_scenarios=summary["failed_scenarios"],
-            not_run_scenarios=summary["not_run_scenarios"],
+            verdict=verdicts.verdict,
+            failure_kind=summary.failure_kind,
+            failed_scenarios=list(summary.failed_scenarios),
+            not_run_scenarios=list(summary.not_run_scenarios),
         ),
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"
@@ -184,12 +190,12 @@ def publish_results(
     )
     problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status in ("failure", "not_run")]
     problems += published.problems
-    missing = missing_scenarios(json.loads(metrics_text))
+    missing = missing_scenarios(metrics)
     if missing:
         problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
     # A breach, a regression or a threshold on nothing fails the run too, after publishing; failed
     # tests are already there through their scenarios.
-    problems += verdicts["findings"]
+    problems += verdicts.findings
     if problems:
         # Published first, then failed: the run shows as failed, and its results are complete.
         raise RunFailedError(f"run published to {where}, with problems: " + "; ".join(problems))

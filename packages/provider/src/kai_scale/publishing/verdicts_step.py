@@ -20,7 +20,7 @@ from kai_scale.verdicts.acknowledgements import Acknowledgement, parse_acknowled
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, Method
 from kai_scale.verdicts.comparison import compare_runs
 from kai_scale.verdicts.directions import DetailRule, default_rule
-from kai_scale.verdicts.document import verdicts_document
+from kai_scale.verdicts.document import Verdicts, verdicts_document
 from kai_scale.verdicts.history import HistoricRun, comparable_entries, earlier_entries, previous_runs
 from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import ThresholdFinding, evaluate_thresholds
@@ -110,7 +110,7 @@ def judge_run(
     include_dir: str,
     rules: Mapping[tuple[str, str], DetailRule] | None = None,
     method: Method = DEFAULT_METHOD,
-) -> dict[str, Any]:
+) -> Verdicts:
     """``verdicts.json`` of the run whose test entries are ``tests``; ``scenarios``' thresholds applied.
 
     :param scenarios: the scenarios that ran to success (their thresholds are evaluated).

@@ -1,17 +1,126 @@
-"""``Public/<run-id>/verdicts.json``: the run's findings and its overall verdict. Pure."""
+"""``Public/<run-id>/verdicts.json``: the run's findings and its overall verdict. Pure.
+
+``Verdicts`` is the document: ``verdicts_document`` builds it, ``model_dump(mode="json")`` writes it
+(to the bucket, and to ``publish_results``' XCom ``verdicts``, which the alert reads back with
+``Verdicts.read``). Its keys, their order and their values are what KAI's dashboard and the trend view
+read; the trend view reads the published history, documents of older shapes too, as JSON.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kai_scale.verdicts.change_points import Method
-from kai_scale.verdicts.comparison import DetailComparison
-from kai_scale.verdicts.regressions import RegressionFinding
-from kai_scale.verdicts.thresholds import ThresholdFinding
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
+
+from kai_scale.verdicts.thresholds import ThresholdStatus
+from kai_scale_model.validation import problems
+
+if TYPE_CHECKING:
+    # Not at run time: they import Otava and SciPy (~0.5 s), and the run summary (read by the DAG
+    # file's alert and by every parse of it) names this module's Verdict.
+    from kai_scale.verdicts.change_points import Method
+    from kai_scale.verdicts.comparison import DetailComparison
+    from kai_scale.verdicts.regressions import RegressionFinding
+    from kai_scale.verdicts.thresholds import ThresholdFinding
 
 Verdict = Literal["pass", "failure", "threshold", "regression", "incomplete"]
+METHOD_NAME = "apache-otava e-divisive"
+
+
+class VerdictsError(ValueError):
+    """A verdicts document that is not one (malformed, truncated); the message names its source and field."""
+
+
+class _Document(BaseModel):
+    # NaN and infinities stay as json.dumps writes them.
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+
+
+class DetailComparisonEntry(_Document):
+    """A detail beside its scenario's previous comparable run (``verdicts.comparison.DetailComparison``)."""
+
+    previous: float | None
+    current: float
+    change_percent: float | None
+    previous_run_id: str | None
+
+
+class ThresholdEntry(_Document):
+    """A threshold checked against the run, as ``verdicts.thresholds.ThresholdFinding`` has it."""
+
+    test_name: str
+    detail: str
+    min: float | None
+    max: float | None
+    value: float | None
+    status: ThresholdStatus
+    reason: str
+
+
+class ChangePointEntry(_Document):
+    """A regression: the change found (``change_points.ChangePoint`` but its index), since which run."""
+
+    baseline: float
+    current: float
+    change_percent: float
+    p_value: float
+    since_run_id: str
+    better: Literal["lower", "higher"]
+    reason: str
+
+
+class JudgedDetail(_Document):
+    """What the verdicts found about one detail of one test entry; what was not found has no key."""
+
+    comparison: DetailComparisonEntry | None = None
+    threshold: ThresholdEntry | None = None
+    change_point: ChangePointEntry | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_what_was_not_found(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Absent, not null: a detail that was only compared has the one key "comparison".
+        written: dict[str, Any] = handler(self)
+        return {key: value for key, value in written.items() if getattr(self, key) is not None}
+
+
+class MethodEntry(_Document):
+    """The change-point method and its parameters (``change_points.Method``)."""
+
+    name: str
+    window: int
+    min_baseline: int
+    max_tail: int
+    max_p_value: float
+    ack_tolerance: int
+
+
+class Verdicts(_Document):
+    """``verdicts.json``: the verdict, one-line reasons, and per test and detail what was found."""
+
+    run_id: str
+    node_count: int
+    verdict: Verdict
+    test_verdicts: dict[str, Verdict]
+    """Each test entry's own verdict."""
+    reasons: tuple[str, ...]
+    findings: tuple[str, ...]
+    """What the verdicts found beyond failed tests (breaches, thresholds on nothing, regressions)."""
+    previous_run_ids: dict[str, str | None]
+    """Each scenario's previous comparable run (None: it had none)."""
+    method: MethodEntry
+    tests: dict[str, dict[str, JudgedDetail]]
+    """By test name and detail. A threshold on a test the run did not produce has no entry: it is in
+    ``reasons``."""
+
+    @classmethod
+    def read(cls, document: object, *, source: str) -> Verdicts:
+        """``document`` (parsed JSON) validated; VerdictsError names ``source`` and each bad field."""
+        try:
+            return cls.model_validate(document)
+        except ValidationError as error:
+            raise VerdictsError(f"verdicts {source}: {problems(error)}") from error
 
 
 def overall_verdict(
@@ -66,7 +175,7 @@ def verdicts_document(
     comparison: Sequence[DetailComparison],
     previous_run_ids: Mapping[str, str | None],
     method: Method,
-) -> dict[str, Any]:
+) -> Verdicts:
     """verdicts.json: the verdict, one-line reasons, and per test and detail what was found.
 
     :param previous_run_ids: each scenario's previous comparable run (None: it had none).
@@ -76,39 +185,44 @@ def verdicts_document(
     reasons = [
         f"{t['test_name']!r} {ended[t['status']]}" for t in tests if t.get("status") in ended
     ] + findings
-    per_test: dict[str, dict[str, dict[str, Any]]] = {}
+    # What was found, by test and detail in the order first found (comparisons, thresholds, regressions).
+    found: dict[str, dict[str, dict[str, Any]]] = {}
 
     def slot(test_name: str, detail: str) -> dict[str, Any]:
-        return per_test.setdefault(test_name, {}).setdefault(detail, {})
+        return found.setdefault(test_name, {}).setdefault(detail, {})
 
     for row in comparison:
-        slot(row.test_name, row.detail)["comparison"] = {
-            "previous": row.previous,
-            "current": row.current,
-            "change_percent": row.change_percent,
-            "previous_run_id": row.previous_run_id,
-        }
+        slot(row.test_name, row.detail)["comparison"] = DetailComparisonEntry(
+            previous=row.previous,
+            current=row.current,
+            change_percent=row.change_percent,
+            previous_run_id=row.previous_run_id,
+        )
     for finding in thresholds:
-        slot(finding.test_name, finding.detail)["threshold"] = asdict(finding)
+        slot(finding.test_name, finding.detail)["threshold"] = ThresholdEntry(**asdict(finding))
     for regression in regressions:
         # The change's index is into the analysed window; since_run_id names the run instead.
-        change = {key: value for key, value in asdict(regression.change).items() if key != "start"}
-        slot(regression.test_name, regression.detail)["change_point"] = {
-            **change,
-            "since_run_id": regression.since_run_id,
-            "better": regression.better,
-            "reason": regression.reason,
-        }
-    return {
-        "run_id": run_id,
-        "node_count": node_count,
-        "verdict": overall_verdict(tests=tests, thresholds=thresholds, regressions=regressions),
-        # A threshold on a test the run did not produce has no entry here: it is in reasons.
-        "test_verdicts": verdicts_by_test(tests=tests, thresholds=thresholds, regressions=regressions),
-        "reasons": reasons,
-        # What the verdicts found beyond failed tests (breaches, thresholds on nothing, regressions).
-        "findings": findings,
-        "previous_run_ids": dict(previous_run_ids),
-        "method": {"name": "apache-otava e-divisive", **asdict(method)},
-        "tests": per_test,
-    }
+        change = regression.change
+        slot(regression.test_name, regression.detail)["change_point"] = ChangePointEntry(
+            baseline=change.baseline,
+            current=change.current,
+            change_percent=change.change_percent,
+            p_value=change.p_value,
+            since_run_id=regression.since_run_id,
+            better=regression.better,
+            reason=regression.reason,
+        )
+    return Verdicts(
+        run_id=run_id,
+        node_count=node_count,
+        verdict=overall_verdict(tests=tests, thresholds=thresholds, regressions=regressions),
+        test_verdicts=verdicts_by_test(tests=tests, thresholds=thresholds, regressions=regressions),
+        reasons=tuple(reasons),
+        findings=tuple(findings),
+        previous_run_ids=dict(previous_run_ids),
+        method=MethodEntry(name=METHOD_NAME, **asdict(method)),
+        tests={
+            test_name: {detail: JudgedDetail(**judged) for detail, judged in details.items()}
+            for test_name, details in found.items()
+        },
+    )

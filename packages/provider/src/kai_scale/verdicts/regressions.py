@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.verdicts.acknowledgements import Acknowledgement, acknowledged_index
-from kai_scale.verdicts.change_points import DEFAULT_METHOD, ChangePoint, Method, detect_change
+from kai_scale.verdicts.change_points import DEFAULT_METHOD, Better, ChangePoint, Method, detect_change
 from kai_scale.verdicts.comparison import measurements
 from kai_scale.verdicts.directions import DetailRule, rule_for
 from kai_scale.verdicts.history import HistoricRun
@@ -21,7 +21,7 @@ class RegressionFinding:
     """The test entry."""
     detail: str
     """The detail."""
-    better: str
+    better: Better
     """``lower`` or ``higher``."""
     change: ChangePoint
     """The change found."""
