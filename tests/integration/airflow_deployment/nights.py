@@ -40,6 +40,7 @@ from tests.integration.airflow_env import (
     STANDIN_IN_IMAGE,
     STANDIN_SUITE,
     published_run,
+    read_json,
     standin_scenario,
     task_logs,
     workload_scenario,
@@ -105,11 +106,20 @@ def deployed_scenario_files() -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Cleared:
-    """The second night before its AWAITS_KAI scenario was cleared, and the runner image of each try."""
+class FirstPass:
+    """The second night as it ended, before its AWAITS_KAI scenario was cleared and re-run.
 
-    entry: dict[str, Any]
-    """The run's manifest entry."""
+    The clear re-runs the metrics, the publishing and the teardown, replacing what they left.
+    """
+
+    instances: dict[str, dict[str, Any]]
+    """The run's task instances by task id."""
+    published: dict[str, Any]
+    """The run as published then (airflow_env.published_run)."""
+    internal_metrics: dict[str, Any]
+    """The operators' copy of the run's metrics.json, under runs/."""
+    leftovers: dict[str, list[str]]
+    """What its teardown left (``leftovers``)."""
     image_before: str
     """The digest STANDIN_TAG named during the night."""
     image_after: str
@@ -136,7 +146,8 @@ class Night:
     """What the night's teardown should have removed and was still there after it (``leftovers``)."""
     lost_runners: dict[str, client.V1Pod] = field(default_factory=dict)
     """By scenario: the runner pod that ran while the scenario's worker was killed."""
-    cleared: Cleared | None = None
+    first_pass: FirstPass | None = None
+    """A night re-run in part: how it ended the first time."""
 
     @property
     def pipeline_run_id(self) -> str:
@@ -239,9 +250,13 @@ def first_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviron
         # Killed, so that its job is never ended; then held down (scaling down alone would stop it cleanly).
         _kill_processes(local_env, scheduler.metadata.name, container="scheduler")
         local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=0")
-        _kill_worker(local_env, core, worker)
-        runner_in(core, ADOPTED, "Succeeded")
-        local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1")
+        try:
+            _kill_worker(local_env, core, worker)
+            runner_in(core, ADOPTED, "Succeeded")
+        finally:
+            local_env.kubectl(
+                "scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1"
+            )
 
         reattached = runner_in(core, REATTACHED, "Running")
         _kill_worker(local_env, core, _running_worker(api, run_id, REATTACHED))
@@ -326,11 +341,12 @@ def second_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviro
     - kube-apiserver killed and down for API_SERVER_DOWN_SECONDS while SLOW's runner runs (here also the
       API server of Airflow's own cluster: the executor, the workers and the UI's port-forward lose it);
     - a Prometheus the workers cannot reach (the connection changed in the Secret they read it from),
-      until the clear's re-run ended;
+      until the run ended;
     - the S3 endpoint frozen for S3_FROZEN_SECONDS as publishing starts (its clients' requests hang).
 
-    Once the run ended, STANDIN_TAG is pushed again (another image) and AWAITS_KAI is cleared through
-    the REST API: it re-runs, with the setup, metrics, publishing and teardown.
+    Once the run ended (read then: Night.first_pass), STANDIN_TAG is pushed again (another image) and
+    AWAITS_KAI is cleared through the REST API: it re-runs, with the setup, metrics, publishing and
+    teardown.
     """
     image_before = push_standin_runner(local_env)
     scenarios = tuple(STANDIN_SCENARIOS)
@@ -338,21 +354,35 @@ def second_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviro
         _gpu_job_left_in_a_suite_namespace(core),
         connection_changed(core, "prometheus_default", UNREACHABLE_PROMETHEUS),
     ):
+        triggered = time.time()
         run_id = trigger(
             api, {"node_count": NODE_COUNT, "runner_tag": STANDIN_TAG, "scenarios": list(scenarios)}
         )
         with marked_failed_on_error(api, run_id):
             _without_kai_until_it_did_not_run(api, core, local_env, run_id)
             _restart_the_api_server_while_slow_runs(api, core, local_env, run_id)
+            _freeze_s3_as_publishing_starts(local_env, since=triggered)
             follow(api, run_id)
-            summary = run_summary(api, run_id)
-            assert summary is not None, f"run {run_id} published no summary"
-            (entry,) = published_run(str(summary["run_id"]))["entries"]
-            image_after = move_standin_tag(local_env)
-            _clear(api, run_id, AWAITS_KAI)
-            follow(api, run_id)
-    cleared = Cleared(entry=entry, image_before=image_before, image_after=image_after)
-    return read_night(api, run_id, scenarios, local_env, cleared=cleared)
+    summary = run_summary(api, run_id)
+    assert summary is not None, f"run {run_id} published no summary"
+    pipeline_run = str(summary["run_id"])
+    instances = {ti["task_id"]: ti for ti in task_instances(api, run_id)}
+    published, internal_metrics = published_run(pipeline_run), read_json(f"runs/{pipeline_run}/metrics.json")
+    left = leftovers(local_env, run_id=pipeline_run)
+    # Prometheus is back (the operator fixed its connection) and the tag moved; then the clear.
+    image_after = move_standin_tag(local_env)
+    with marked_failed_on_error(api, run_id):
+        _clear(api, run_id, AWAITS_KAI)
+        follow(api, run_id)
+    first_pass = FirstPass(
+        instances=instances,
+        published=published,
+        internal_metrics=internal_metrics,
+        leftovers=left,
+        image_before=image_before,
+        image_after=image_after,
+    )
+    return read_night(api, run_id, scenarios, local_env, first_pass=first_pass)
 
 
 def push_standin_runner(local_env: LocalEnvironment) -> str:
@@ -396,18 +426,21 @@ def _without_kai_until_it_did_not_run(
     )
     with _paused(api):
         switch_scheduler(local_env, core, enabled=False)
-    runner_in(core, AWAITS_KAI, "Running")
-    with _paused(api):
-        wait_for(
-            lambda: (
-                api.get(f"{run_path(run_id)}/taskInstances/{scenario_task_id(AWAITS_KAI)}")["state"]
-                == "failed"
-            ),
-            timeout=600,
-            what=f"{AWAITS_KAI} to fail: it does not run without KAI's scheduler",
-            interval=2,
-        )
-        switch_scheduler(local_env, core, enabled=True)
+    try:
+        runner_in(core, AWAITS_KAI, "Running")
+        with _paused(api):
+            wait_for(
+                lambda: (
+                    api.get(f"{run_path(run_id)}/taskInstances/{scenario_task_id(AWAITS_KAI)}")["state"]
+                    == "failed"
+                ),
+                timeout=600,
+                what=f"{AWAITS_KAI} to fail: it does not run without KAI's scheduler",
+                interval=2,
+            )
+    finally:
+        with _paused(api):
+            switch_scheduler(local_env, core, enabled=True)
 
 
 @contextmanager
@@ -448,10 +481,13 @@ def _freeze_s3_as_publishing_starts(local_env: LocalEnvironment, *, since: float
     s3 = local_env.s3_client()
 
     def metrics_written() -> bool:
-        listing = s3.list_objects_v2(Bucket=localenv_settings.DEFAULT_BUCKET, Prefix="runs/")
+        pages = s3.get_paginator("list_objects_v2").paginate(
+            Bucket=localenv_settings.DEFAULT_BUCKET, Prefix="runs/"
+        )
         return any(
             item["Key"].endswith("/metrics.json") and item["LastModified"].timestamp() > since
-            for item in listing.get("Contents", [])
+            for page in pages
+            for item in page.get("Contents", [])
         )
 
     wait_for(metrics_written, timeout=1200, what="collect_metrics to write metrics.json", interval=0.2)

@@ -241,9 +241,13 @@ def missing_scenarios(document: RunMetrics) -> list[str]:
     return [name for name, entry in document.scenarios.items() if entry.status in ("missing", "partial")]
 
 
-def unwritten_metrics(*, run_id: str, scenarios: Sequence[Scenario]) -> RunMetrics:
-    """The metrics document when the metrics task wrote none (it crashed, or never ran)."""
-    reason = "the collect_metrics task wrote no metrics (see its log)"
+UNWRITTEN_REASON = "the collect_metrics task wrote no metrics (see its log)"
+
+
+def unwritten_metrics(
+    *, run_id: str, scenarios: Sequence[Scenario], reason: str = UNWRITTEN_REASON
+) -> RunMetrics:
+    """The metrics document when the metrics task wrote none (it crashed, or never ran), or none readable."""
     return RunMetrics(
         run_id=run_id,
         prometheus=None,
