@@ -187,6 +187,8 @@ def test_records_that_could_not_be_read_are_said_and_the_alert_still_goes() -> N
     )
     assert alert.subject == f"[KAI scale] run {AIRFLOW_RUN_ID} (node count unknown) failed: the run failed"
     assert "Some of the run's records could not be read: ServerResponseError: 503" in alert.text
+    assert "No readable run summary: below is what Airflow knows of the run." in alert.text
+    assert "wrote no run summary" not in alert.text, "it may have: the records could not be read"
     assert alert.payload["unread"] == "ServerResponseError: 503"
 
 

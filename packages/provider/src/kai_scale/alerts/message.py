@@ -179,7 +179,12 @@ def failed_run_alert(
     if reason:
         header.append(f"Airflow says: {reason}")
     if summary is None:
-        header.append("publish_results wrote no run summary: below is what Airflow knows of the run.")
+        # With records unread, a summary may have been written: the alert cannot tell.
+        header.append(
+            "publish_results wrote no run summary: below is what Airflow knows of the run."
+            if unread is None
+            else "No readable run summary: below is what Airflow knows of the run."
+        )
     if unread:
         header.append(f"Some of the run's records could not be read: {unread}")
     body = [
