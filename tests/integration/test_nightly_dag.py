@@ -152,19 +152,6 @@ def _checkpublished_run(run_id: str, *, not_run: list[str]) -> dict[str, Any]:
     return published
 
 
-def test_an_unknown_param_fails_the_run_before_the_cluster_is_touched(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_cout": 50})
-    states = _states(dag_run)
-    assert states["setup.check_cluster"] == "failed"
-    assert states["setup.size_node_pool"] == "upstream_failed"
-    assert states["tear_down_environment"] == "success"
-    output = capfd.readouterr()
-    assert "unknown param(s) 'node_cout'; the DAG's params are kai_ref, node_count" in output.out + output.err
-
-
 def test_runner_image_that_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAI_SCALE_RUNNER_IMAGE", "example.invalid/not-a-runner")
     include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
@@ -198,35 +185,6 @@ def test_a_missing_bucket_is_named_by_the_tasks_that_need_it(
     assert "BucketError: could not read the scenarios' outcomes and clear runs/" in output
     assert "BucketError: could not read the outputs of run " in output
     assert "in s3://no-such-bucket: An error occurred (NoSuchBucket)" in output
-
-
-def _gpu_pod(core: client.CoreV1Api, namespace: str, name: str, labels: dict[str, str]) -> None:
-    """A pod bound to a node at creation that holds one GPU, as a leftover job does."""
-    core.create_namespaced_pod(
-        namespace,
-        {
-            "metadata": {"name": name, "labels": labels},
-            "spec": {
-                "nodeName": "held-gpus",
-                "containers": [
-                    {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-                ],
-            },
-        },
-    )
-
-
-def test_gpus_held_by_someone_else_stop_the_scenario_naming_them(
-    tmp_path: Path, core: client.CoreV1Api, namespace: str
-) -> None:
-    _gpu_pod(core, namespace, "someone-elses", {"app": "not-ours"})
-    include = include_dir_with(tmp_path, {"small-workload": workload_scenario()})
-    dag_run = nightly_dag(include).test(run_conf={"node_count": 2})
-    assert _states(dag_run)["run_small_workload"] == "failed"
-    (entry,) = _summary(dag_run)["scenarios"]
-    assert entry["status"] == "failure"
-    assert core.read_namespaced_pod("someone-elses", namespace), "not ours to remove"
-    core.delete_namespaced_pod("someone-elses", namespace, grace_period_seconds=0)
 
 
 # A cluster policy that forbids deleting NodePools: the teardown of a run that created the pool fails.

@@ -6,9 +6,12 @@ import json
 
 import pytest
 import yaml
+from kubernetes import client
 
+from kai_scale.cluster.gpus import free_gpus
 from kai_scale.cluster.installs import read_installs
 from kai_scale.cluster.inventory import preflight
+from kai_scale.cluster.manifests import SetupError
 from kai_scale.cluster.node_pool import wait_for_nodes
 from kai_scale.cluster.tasks import setup_step
 from kai_scale.cluster.teardown import teardown
@@ -113,3 +116,36 @@ def test_teardown_deletes_the_pool_its_run_created_with_its_nodes(
     assert lines[-1] == "NodePool managed-nodepool deleted (the run created it)"
     assert local_env.kubectl("get", "nodepools", "--output=name") == ""
     assert local_env.kubectl(*pool_nodes) == ""
+
+
+def test_gpus_held_by_someone_else_stop_the_scenario_naming_them(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """A pod this pipeline did not make holds a GPU: the scenario does not start, and the pod stays.
+
+    What the scenario task does before its runner (its GPUs freed of what earlier scenarios left, on
+    the deployment: airflow_deployment/test_standin_night.py).
+    """
+    # Bound at creation to a node no kubelet serves: it holds its GPU until deleted, as a stuck job does.
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "someone-elses", "labels": {"app": "not-ours"}},
+            "spec": {
+                "nodeName": "held-gpus",
+                "containers": [
+                    {"name": "main", "image": "pause", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+                ],
+            },
+        },
+    )
+    try:
+        with ClusterHook(conn_id="kubernetes_default") as cluster, pytest.raises(SetupError) as stopped:
+            free_gpus(cluster, scenario="small-workload")
+        assert core.read_namespaced_pod("someone-elses", namespace), "not ours to remove"
+    finally:  # at once: no kubelet confirms it stopped
+        core.delete_namespaced_pod("someone-elses", namespace, grace_period_seconds=0)
+    said = str(stopped.value)
+    held = f"({namespace}/someone-elses (1))"
+    assert said.startswith(f"1 nvidia.com/gpu are held by pods this pipeline did not make {held}"), said
+    assert "small-workload would not measure a free cluster" in said
