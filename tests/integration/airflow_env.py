@@ -132,3 +132,8 @@ def task_logs(run_id: str) -> dict[str, str]:
             body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
             logs[item["Key"]] = body.decode(errors="replace")
     return logs
+
+
+def logged_task_ids(logs: dict[str, str]) -> set[str]:
+    """The task ids of task logs keyed as ``task_logs`` keys them (``…/task_id=<id>/attempt=<n>.log``)."""
+    return {key.split("task_id=")[1].split("/")[0] for key in logs}

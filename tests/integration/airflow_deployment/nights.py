@@ -39,6 +39,7 @@ from tests.integration.airflow_deployment.cluster_state import infrastructure
 from tests.integration.airflow_env import (
     STANDIN_IN_IMAGE,
     STANDIN_SUITE,
+    logged_task_ids,
     published_run,
     read_json,
     standin_scenario,
@@ -181,7 +182,7 @@ def read_night(
 
     def every_log() -> dict[str, str] | None:
         logs = task_logs(run_id)
-        logged = {key.split("task_id=")[1].split("/")[0] for key in logs}
+        logged = logged_task_ids(logs)
         return logs if ran <= logged and logs else None
 
     return Night(

@@ -64,7 +64,7 @@ from tests.integration.airflow_deployment.nights import (
     Night,
     airflow_pods,
 )
-from tests.integration.airflow_env import published_run, read_json
+from tests.integration.airflow_env import logged_task_ids, published_run, read_json
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.restarts_local_env, pytest.mark.usefixtures("s3_from_this_machine")]
@@ -297,7 +297,7 @@ def test_each_task_runs_in_a_worker_pod_of_its_own_with_its_log_in_s3(
     assert not [task for task in unselected if night.instances[task]["hostname"]], "no worker pod"
     # Every task's log is in S3 once its pod is gone, and no log holds a presigned URL's signature.
     logs = night.logs
-    logged_tasks = {key.split("task_id=")[1].split("/")[0] for key in logs}
+    logged_tasks = logged_task_ids(logs)
     assert logged_tasks == {ti["task_id"] for ti in night.instances.values() if ti["hostname"]}
     assert not [key for key, text in logs.items() if "X-Amz-Signature" in text]
     assert "X-Amz-Signature" not in json.dumps(night.summary)

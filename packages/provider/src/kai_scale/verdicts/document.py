@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
-from kai_scale.verdicts.thresholds import ThresholdStatus
+from kai_scale.verdicts.thresholds import ThresholdFinding
 from kai_scale_model.validation import problems
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from kai_scale.verdicts.change_points import Method
     from kai_scale.verdicts.comparison import DetailComparison
     from kai_scale.verdicts.regressions import RegressionFinding
-    from kai_scale.verdicts.thresholds import ThresholdFinding
 
 Verdict = Literal["pass", "failure", "threshold", "regression", "incomplete"]
 METHOD_NAME = "apache-otava e-divisive"
@@ -47,18 +46,6 @@ class DetailComparisonEntry(_Document):
     previous_run_id: str | None
 
 
-class ThresholdEntry(_Document):
-    """A threshold checked against the run, as ``verdicts.thresholds.ThresholdFinding`` has it."""
-
-    test_name: str
-    detail: str
-    min: float | None
-    max: float | None
-    value: float | None
-    status: ThresholdStatus
-    reason: str
-
-
 class ChangePointEntry(_Document):
     """A regression: the change found (``change_points.ChangePoint`` but its index), since which run."""
 
@@ -75,7 +62,7 @@ class JudgedDetail(_Document):
     """What the verdicts found about one detail of one test entry; what was not found has no key."""
 
     comparison: DetailComparisonEntry | None = None
-    threshold: ThresholdEntry | None = None
+    threshold: ThresholdFinding | None = None
     change_point: ChangePointEntry | None = None
 
     @model_serializer(mode="wrap")
@@ -199,7 +186,7 @@ def verdicts_document(
             previous_run_id=row.previous_run_id,
         )
     for finding in thresholds:
-        slot(finding.test_name, finding.detail)["threshold"] = ThresholdEntry(**asdict(finding))
+        slot(finding.test_name, finding.detail)["threshold"] = finding
     for regression in regressions:
         # The change's index is into the analysed window; since_run_id names the run instead.
         change = regression.change

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from kai_scale.verdicts.values import bound_number, detail_number
 
 ThresholdStatus = Literal["pass", "breach", "missing"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ThresholdFinding:
-    """One threshold checked against the run."""
+class ThresholdFinding(BaseModel):
+    """One threshold checked against the run; as verdicts.json's ``threshold`` of a detail has it."""
+
+    # NaN and infinities stay as json.dumps writes them (verdicts.document).
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
 
     test_name: str
     """The test entry the threshold names."""
