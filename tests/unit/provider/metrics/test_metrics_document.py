@@ -18,6 +18,7 @@ from kai_scale.metrics.collection import (
     Window,
     collect_scenario,
     metrics_document,
+    metrics_to_publish,
     missing_scenario,
     public_metrics,
     unwritten_metrics,
@@ -122,3 +123,21 @@ def test_a_malformed_or_truncated_document_is_refused_naming_its_source_and_fiel
 def test_a_document_that_is_not_json_is_refused_naming_its_source() -> None:
     with pytest.raises(MetricsDocumentError, match=f"^metrics {re.escape(SOURCE)} is not JSON"):
         RunMetrics.read(INTERNAL[:100], source=SOURCE)
+
+
+def test_publishing_takes_a_document_that_is_not_one_as_missing_metrics_and_names_it() -> None:
+    """The results are published all the same; the run's problems name the document and why."""
+    scenario = Scenario.model_validate(
+        {"name": "s", "description": "d", "timeout": "1m", "run": {"kind": "workload", "pods_per_node": 1}}
+    )
+    taken, problem = metrics_to_publish(INTERNAL[:100], run_id="r1", scenarios=[scenario], source=SOURCE)
+    assert problem is not None
+    assert problem.startswith(f"metrics {SOURCE} is not JSON (truncated?)")
+    missing = taken.scenarios["s"]
+    assert (missing.status, missing.reason) == ("missing", f"unreadable: {problem}")
+    assert metrics_to_publish(INTERNAL, run_id="r1", scenarios=[scenario], source=SOURCE) == (
+        RunMetrics.read(INTERNAL, source=SOURCE),
+        None,
+    )
+    unwritten, nothing = metrics_to_publish(None, run_id="r1", scenarios=[scenario], source=SOURCE)
+    assert (json.dumps(unwritten.model_dump(mode="json")), nothing) == (UNWRITTEN, None)

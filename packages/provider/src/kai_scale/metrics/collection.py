@@ -259,6 +259,24 @@ def unwritten_metrics(
     )
 
 
+def metrics_to_publish(
+    text: str | None, *, run_id: str, scenarios: Sequence[Scenario], source: str
+) -> tuple[RunMetrics, str | None]:
+    """The run's metrics document as publishing takes it, and what was wrong with it (None: nothing).
+
+    None (collect_metrics wrote none) and a document that is not one (truncated, malformed) are both
+    published as missing metrics: the results are not held back for them. The second is a problem of
+    the run, named with its source and field.
+    """
+    if text is None:
+        return unwritten_metrics(run_id=run_id, scenarios=scenarios), None
+    try:
+        return RunMetrics.read(text, source=source), None
+    except MetricsDocumentError as error:
+        unread = unwritten_metrics(run_id=run_id, scenarios=scenarios, reason=f"unreadable: {error}")
+        return unread, str(error)
+
+
 PROMETHEUS_PLACEHOLDER = "<prometheus>"
 
 

@@ -12,13 +12,7 @@ from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.cluster_errors import ClusterError
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.metrics.collection import (
-    MetricsDocumentError,
-    RunMetrics,
-    missing_scenarios,
-    public_metrics,
-    unwritten_metrics,
-)
+from kai_scale.metrics.collection import metrics_to_publish, missing_scenarios, public_metrics
 from kai_scale.object_keys import published_keys, run_metrics_key, run_summary_key
 from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
 from kai_scale.params import image_reference
@@ -161,18 +155,12 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
     log.info("verdict: %s", verdicts.verdict)
     for reason in verdicts.reasons:
         log.info("  %s", reason)
-    # A metrics document that is not one (truncated, malformed) is published as missing metrics, and
-    # named among the run's problems: the results are not held back for it.
-    unreadable: MetricsDocumentError | None = None
-    metrics = unwritten_metrics(run_id=run_id, scenarios=selected)
-    if metrics_text is not None:
-        try:
-            metrics = RunMetrics.read(
-                metrics_text, source=f"s3://{settings.results_bucket}/{run_metrics_key(run_id)}"
-            )
-        except MetricsDocumentError as error:
-            unreadable = error
-            metrics = unwritten_metrics(run_id=run_id, scenarios=selected, reason=f"unreadable: {error}")
+    metrics, unreadable = metrics_to_publish(
+        metrics_text,
+        run_id=run_id,
+        scenarios=selected,
+        source=f"s3://{settings.results_bucket}/{run_metrics_key(run_id)}",
+    )
     published = publish_run(
         bucket,
         prefix=settings.results_prefix,
@@ -202,7 +190,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
     problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status in ("failure", "not_run")]
     problems += published.problems
     if unreadable is not None:
-        problems.append(str(unreadable))
+        problems.append(unreadable)
     missing = missing_scenarios(metrics)
     if missing:
         problems.append(f"metrics missing for {', '.join(missing)} (see collect_metrics)")
