@@ -20,7 +20,7 @@ MARGIN ?= 0.2
 # Where `make demo` and `make view` serve the deployed Airflow's UI on loopback (Airflow's own port).
 VIEW_PORT ?= 8080
 
-.PHONY: help venv test check lint typecheck local-deps view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
+.PHONY: help venv test check lint typecheck local-deps local-images view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -47,7 +47,7 @@ lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles (the compo
 typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy
 
-test: lint typecheck local-deps view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
+test: lint typecheck local-deps local-images view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
 check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tests (no local environment)
@@ -56,6 +56,10 @@ check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tes
 
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
+
+# Before the tests, so that no test's time limit counts the builds of a fresh machine (about 15 minutes).
+local-images: local-deps ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
+	localenv/images.sh --build-only
 
 # The trend view's chart library (Apache ECharts), installed from the npm lock and copied, with its
 # licence, into the provider's static files by the package's build script (the Airflow image runs

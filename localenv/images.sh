@@ -17,6 +17,8 @@
 #        Images keep their upstream names under the registry, e.g.
 #        <registry>/ghcr.io/kai-scale-pipeline/runner:<KAI_REF>, where the local node's containerd looks
 #        for ghcr.io's images. Prints what it pushed, one key=value per line (see the end).
+#        localenv/images.sh --build-only   builds into the cache, pushes and prints nothing (make's
+#        local-images: the builds then happen before any test's time limit starts).
 # Env:   KAI_LOCALENV_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
 #        KAI_SOURCE           KAI's source: a git checkout, or a `git archive` tarball of a commit
 #                             (default: the snapshot in ../shared/vendor beside the repository)
@@ -87,9 +89,10 @@ pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operato
 # The fake GPU operator's source archive is named by its git tag, v<release>.
 FAKE_GPU_OPERATOR_VERSION="v$FAKE_GPU_OPERATOR_VERSION"
 
-[[ $# -eq 1 && "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$ ]] ||
-  fail "usage: localenv/images.sh <registry host:port>, e.g. localenv/images.sh 127.0.0.1:5000"
+[[ $# -eq 1 && ("$1" == --build-only || "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$) ]] ||
+  fail "usage: localenv/images.sh <registry host:port> | --build-only, e.g. localenv/images.sh 127.0.0.1:5000"
 registry="$1"
+[[ "$registry" == --build-only ]] && registry=""  # no registry: nothing is pushed
 [[ "$KAI_REF" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] ||
   fail "KAI_REF '$KAI_REF' cannot be an image tag (letters, digits, '_', '.', '-'; at most 128)"
 [[ -e "$KAI_SOURCE" ]] ||
@@ -127,6 +130,7 @@ remove_superseded() { # <image>
 # most of a warm `make local-up`.
 push_image() { # <local image> <target>
   local image="$1" target="$2" id record crane="$cache_root/bin/current/crane"
+  [[ -n "$registry" ]] || return 0
   [[ -x "$crane" ]] || fail "no crane in $cache_root/bin/current: run localenv/build.sh"
   id="$(in_store inspect --type image --format '{{.FromImageID}}' "$image")"
   # One record per target and local image: the digest its last push wrote (buildah's digest file).
@@ -668,10 +672,11 @@ monitoring_images
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
-# What was pushed, for localenv/kai.py (one key=value per line).
-runner_reference="$(push_runner "$runner")"
 airflow_reference="$(airflow_image)"
 statsd_exporter_image
+[[ -n "$registry" ]] || exit 0
+# What was pushed, for localenv/kai.py (one key=value per line).
+runner_reference="$(push_runner "$runner")"
 echo "runner=$runner_reference"
 echo "kai_commit=$commit"
 echo "kai_source=$source_dir"

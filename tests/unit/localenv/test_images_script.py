@@ -26,6 +26,15 @@ def test_a_missing_registry_argument_prints_the_usage() -> None:
     assert "usage: localenv/images.sh <registry host:port>" in result.stderr
 
 
+def test_building_without_a_registry_is_asked_for_by_name(tmp_path: Path) -> None:
+    """``--build-only`` (make local-images) passes the usage check and meets the same checks as a push."""
+    missing = tmp_path / "kai.tar.gz"
+    result = _run("--build-only", KAI_SOURCE=str(missing), KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
+    assert result.returncode == 1
+    assert "usage:" not in result.stderr
+    assert f"no KAI source at {missing}: set KAI_SOURCE" in result.stderr
+
+
 def test_a_missing_kai_source_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "kai.tar.gz"
     result = _run("127.0.0.1:5000", KAI_SOURCE=str(missing), KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
