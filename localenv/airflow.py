@@ -158,6 +158,10 @@ class AirflowDeployment:
         if overrides.config:
             values["config"] = {section: dict(options) for section, options in overrides.config.items()}
         for component, component_env in overrides.component_env.items():
+            # The chart lists the component's env after the global one: Kubernetes' patch of a
+            # Deployment keeps one entry per name, and an upgrade dropped both (seen in a test).
+            if twice := sorted(component_env.keys() & env.keys()):
+                raise ValueError(f"{component}'s env repeats the release's: {', '.join(twice)}")
             values[component] = {
                 "env": [{"name": name, "value": value} for name, value in component_env.items()]
             }

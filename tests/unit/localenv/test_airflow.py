@@ -80,6 +80,18 @@ def test_a_services_own_settings_go_to_it_alone(deployment: AirflowDeployment) -
     assert "apiServer" not in _values(deployment, Overrides())
 
 
+def test_a_services_own_setting_may_not_repeat_the_release_wide_one(deployment: AirflowDeployment) -> None:
+    """An env name twice in a pod: Kubernetes' patch of the Deployment dropped it on upgrade."""
+    with pytest.raises(ValueError, match="dagProcessor's env repeats the release's: KAI_SCALE_RESULTS_URL"):
+        _values(
+            deployment,
+            Overrides(
+                env={"KAI_SCALE_RESULTS_URL": "https://results.example/"},
+                component_env={"dagProcessor": {"KAI_SCALE_RESULTS_URL": "ftp://refused/"}},
+            ),
+        )
+
+
 def test_scenario_files_reach_every_pod_beside_the_shipped_volumes(deployment: AirflowDeployment) -> None:
     """Helm replaces lists: the shipped values' volumes (the target cluster's kubeconfig) are kept."""
     shipped = yaml.safe_load(VALUES.read_text())
