@@ -47,7 +47,7 @@ lint: venv ## ruff (lint + format check), hadolint on the Dockerfiles (the compo
 typecheck: venv ## mypy strict on the packages, the plugin, the local environment, tests and benchmarks
 	$(BIN)/mypy
 
-test: lint typecheck local-deps local-images view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
+test: lint typecheck local-images view-assets browser ## the whole suite: lint, types, unit, DAG and integration tests
 	$(BIN)/pytest
 
 check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tests (no local environment)
@@ -57,7 +57,7 @@ check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tes
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
 
-# Before the tests, so that no test's time limit counts the builds of a fresh machine (about 15 minutes).
+# Before the tests: on a fresh machine these builds outlast a test's 600 s time limit.
 local-images: local-deps ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
 	localenv/images.sh --build-only
 
