@@ -68,6 +68,8 @@ WORKER_POD_LABEL = "kubernetes_executor"
 RECONNECT_SECONDS = 180
 # Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
 KUBECONFIG_IN_POD = "/opt/airflow/secrets/target-cluster/kubeconfig"
+# The Secret of the pipeline's connections, one key per connection id (deploy/airflow/values.yaml).
+CONNECTIONS = "kai-scale-connections"
 # Overrides.scenarios: the ConfigMap of scenario files, and where Airflow's pods find them.
 SCENARIOS = "kai-scale-scenarios"
 SCENARIOS_IN_POD = "/opt/airflow/kai-scale-scenarios"
@@ -91,6 +93,9 @@ class Overrides:
     component_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """One service's own settings, by its key in the chart (``apiServer``, ``dagProcessor``: its ``env``):
     changing them restarts no other pod."""
+    connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Airflow connections by id (the JSON of AIRFLOW_CONN_*) added to the Secret kai-scale-connections
+    and given to every Airflow container and worker pod, as a deployment adds its alerts' channels."""
 
 
 class AirflowDeployment:
@@ -155,6 +160,17 @@ class AirflowDeployment:
             # Pods restart when the files change: a ConfigMap's update alone reaches them late, one by one.
             values["airflowPodAnnotations"] = {"kai-scale.dev/scenarios": _digest(overrides.scenarios)}
         values["env"] = [{"name": name, "value": value} for name, value in env.items()]
+        if overrides.connections:
+            shipped = yaml.safe_load(VALUES.read_text())
+            added = [
+                {
+                    "envName": f"AIRFLOW_CONN_{conn_id.upper()}",
+                    "secretName": CONNECTIONS,
+                    "secretKey": conn_id,
+                }
+                for conn_id in overrides.connections
+            ]
+            values["secret"] = [*shipped["secret"], *added]
         if overrides.config:
             values["config"] = {section: dict(options) for section, options in overrides.config.items()}
         for component, component_env in overrides.component_env.items():
@@ -190,12 +206,13 @@ class AirflowDeployment:
             },
             "aws_default": aws,
             "prometheus_default": {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"},
+            **self.overrides.connections,
         }
         database = postgres.url(host=gateway, port=config.ports.postgres)
         documents = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
             _secret("airflow-metadata", {"connection": database}),
-            _secret("kai-scale-connections", {name: json.dumps(body) for name, body in connections.items()}),
+            _secret(CONNECTIONS, {name: json.dumps(body) for name, body in connections.items()}),
             _secret("kai-scale-target-cluster", {"kubeconfig": self._kubeconfig_for_pods()}),
         ]
         if self.overrides.scenarios:

@@ -147,12 +147,15 @@ class LocalEnvironment:
                 api_server_port=config.ports.kube_apiserver,
                 kubelet_port=config.ports.kubelet,
                 # What pods reach on this machine: S3, and for the Airflow deployment its database,
-                # the charts (helm in a worker pod) and the release manifests' mirror.
+                # the charts (helm in a worker pod), the release manifests' mirror and the receivers
+                # of its alerts.
                 pod_served_ports=(
                     config.ports.s3,
                     config.ports.postgres,
                     config.ports.registry,
                     config.ports.mirror,
+                    config.ports.alert_mail,
+                    config.ports.alert_webhook,
                 ),
                 registry=f"127.0.0.1:{config.ports.registry}",
             )

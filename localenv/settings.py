@@ -49,6 +49,14 @@ class Ports:
     """The Airflow deployment's metadata database (PostgreSQL), with the real node."""
     mirror: int = 28080
     """The release manifests' mirror over HTTP (for the deployment's worker pods), with the real node."""
+    alert_mail: int = 25025
+    """An alert receiver's SMTP server on the pod bridge's address: a team's mail relay stands here.
+
+    Not the environment's: whoever wants the deployment's alerts listens there (the tests do); the
+    guard lets pods reach it.
+    """
+    alert_webhook: int = 28025
+    """An alert receiver's webhook (HTTP) on the pod bridge's address, as ``alert_mail``."""
 
     @classmethod
     def from_environment(cls) -> Ports:
@@ -62,6 +70,8 @@ class Ports:
             registry=_port("REGISTRY", 25000),
             postgres=_port("POSTGRES", 25432),
             mirror=_port("MIRROR", 28080),
+            alert_mail=_port("ALERT_MAIL", 25025),
+            alert_webhook=_port("ALERT_WEBHOOK", 28025),
         )
 
     def by_component(self) -> dict[str, int]:
@@ -74,6 +84,8 @@ class Ports:
             "registry": self.registry,
             "postgres": self.postgres,
             "manifest mirror": self.mirror,
+            "alert mail": self.alert_mail,
+            "alert webhook": self.alert_webhook,
         }
 
 
@@ -201,6 +213,7 @@ class Settings:
         as pods).
         """
         ports = self.ports.by_component()
+        del ports["alert mail"], ports["alert webhook"]  # the alert receivers': see Ports
         with_node_only = ("registry", "postgres", "manifest mirror")
         for name in ("kwok-controller", "prometheus") if self.real_node else with_node_only:
             del ports[name]

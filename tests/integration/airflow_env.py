@@ -1,33 +1,25 @@
-"""Pointing Airflow at the local environment, and building test variants of the nightly DAG."""
+"""What the integration tests share: the local environment's Airflow settings, its bucket, the stand-ins."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import boto3
-import yaml
 
-from kai_scale.dag_factory import build_nightly_dag
 from kai_scale.object_keys import manifest_key, published_keys
-from kai_scale.scenario_files import load_scenarios
-from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from localenv import settings as localenv_settings
 from localenv.airflow import TASK_LOGS_PREFIX
-from localenv.environment import LocalEnvironment
+from localenv.demo import DAG_ID
 from tests.conftest import REPO
 
 STANDIN_SUITE = REPO / "tests" / "standin" / "kai_suite_standin.py"
-# The tests' runner image: the runner image that localenv builds from docker/runner/Dockerfile, plus
-# the stand-in suite, which the runner pods of standin_scenario() run in place of KAI's.
-TEST_RUNNER_IMAGE = "ghcr.io/kai-scale-pipeline/runner-with-standin"
+# Where the stand-in suite is in the runner image of the deployment's stand-in nights (their runner
+# tag): the runner pods of standin_scenario() run it in place of KAI's.
 STANDIN_IN_IMAGE = "/usr/local/bin/kai-suite-standin"
-DAG_ID = "kai_scale_nightly"  # dag.test() needs a DAG of this id in the DAGs folder
 
 
 def migrate_airflow_db() -> None:
@@ -40,27 +32,6 @@ def migrate_airflow_db() -> None:
     )
 
 
-def include_dir_with(tmp_path: Path, scenarios: dict[str, dict[str, Any]]) -> Path:
-    """An include/ directory with the shipped manifests and metrics profile, and the given scenarios."""
-    include = tmp_path / "include"
-    shutil.copytree(REPO / "include" / "manifests", include / "manifests")
-    shutil.copytree(REPO / "include" / "metrics", include / "metrics")
-    (include / "scenarios").mkdir()
-    for name, body in scenarios.items():
-        (include / "scenarios" / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **body}))
-    return include
-
-
-def push_test_runner_image(local_env: LocalEnvironment) -> None:
-    """Push TEST_RUNNER_IMAGE (tag ``main``, the pipeline's default) to the local registry."""
-    local_env.registry().push_with_file(
-        base=f"{DEFAULT_RUNNER_IMAGE}:main",
-        reference=f"{TEST_RUNNER_IMAGE}:main",
-        file=STANDIN_SUITE,
-        path_in_image=STANDIN_IN_IMAGE,
-    )
-
-
 def standin_scenario(mode: str, *, timeout: str = "5m", **env: str) -> dict[str, Any]:
     """A ginkgo scenario whose runner pod runs the stand-in suite (tests/standin/kai_suite_standin.py)."""
     return {
@@ -70,32 +41,6 @@ def standin_scenario(mode: str, *, timeout: str = "5m", **env: str) -> dict[str,
         "env": {"KAI_SCALE_SUITE_BINARY": STANDIN_IN_IMAGE, "STANDIN_MODE": mode, **env},
         "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Gi"}},
     }
-
-
-def workload_scenario(pods_per_node: int = 1) -> dict[str, Any]:
-    """A small GPU workload scenario."""
-    return {
-        "description": "small GPU workload",
-        "run": {"kind": "workload", "pods_per_node": pods_per_node},
-        "timeout": "5m",
-        "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "1Gi"}},
-    }
-
-
-def nightly_dag(include: Path) -> Any:
-    """The nightly DAG built on ``include`` (its scenarios), as the DAG file builds it."""
-    # Short retry delays: the unreachable-cluster case retries its setup and teardown.
-    settings = dataclasses.replace(
-        PipelineSettings.from_environment(default_include_dir=include),
-        include_dir=include,
-        retry_delay_seconds=1,
-    )
-    return build_nightly_dag(
-        dag_id=DAG_ID,
-        scenarios=load_scenarios(include / "scenarios"),
-        doc_md="test variant",
-        settings=settings,
-    )
 
 
 def read_json(key: str) -> Any:

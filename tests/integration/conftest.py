@@ -20,7 +20,7 @@ from localenv.environment import LocalEnvironment
 from localenv.kai import BuiltImages
 from localenv.settings import Settings
 from tests.conftest import REPO, TESTS_DATABASE
-from tests.integration.airflow_env import TEST_RUNNER_IMAGE, migrate_airflow_db, push_test_runner_image
+from tests.integration.airflow_env import migrate_airflow_db
 from tests.integration.real_kai import kai_leftovers, switch_scheduler, wait_until_scheduler_serves
 from tests.waiting import wait_for
 
@@ -140,12 +140,8 @@ def airflow_db(local_env: LocalEnvironment) -> None:
 
 @pytest.fixture(scope="session")
 def airflow_on_local_env(local_env: LocalEnvironment, airflow_db: None) -> Iterator[dict[str, str]]:
-    """Airflow's connections pointed at the local environment, and a migrated metadata database.
-
-    The runner pods run the tests' runner image: the real one plus the stand-in suite.
-    """
-    push_test_runner_image(local_env)
-    exports = {**local_env.exports(), "KAI_SCALE_RUNNER_IMAGE": TEST_RUNNER_IMAGE}
+    """Airflow's connections pointed at the local environment, and a migrated metadata database."""
+    exports = local_env.exports()
     saved = {name: os.environ.get(name) for name in exports}
     os.environ.update(exports)
     yield exports

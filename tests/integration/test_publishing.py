@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kai_scale.hooks.results_bucket import ObjectChanged, ResultsBucketHook
+from kai_scale.hooks.results_bucket import BucketError, ObjectChanged, ResultsBucketHook
 from kai_scale.object_keys import manifest_key, published_keys
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
@@ -167,10 +167,22 @@ def test_an_unreachable_bucket_is_a_clear_error(
     assert "attempt 3" not in log, "max_attempts counts every try"
 
 
-def test_a_missing_bucket_is_a_clear_error(prefix: str) -> None:
+def test_a_missing_bucket_is_named_by_publishing_and_by_the_tasks_reading_outputs(prefix: str) -> None:
+    """Publishing, and collect_metrics' reads of the outcomes (``errors_named``), name the bucket."""
     store = ResultsBucketHook(aws_conn_id="aws_default", bucket="no-such-bucket")
-    with pytest.raises(PublishError, match="NoSuchBucket"):
+    with pytest.raises(PublishError, match=r"to s3://no-such-bucket/test-.*NoSuchBucket"):
         _publish(store, prefix, "r1")
+    with (
+        pytest.raises(
+            BucketError,
+            match=(
+                r"^could not read the scenarios' outcomes and clear runs/r1/metrics\.json in "
+                r"s3://no-such-bucket: .*NoSuchBucket.* credentials of connection 'aws_default', then clear"
+            ),
+        ),
+        store.errors_named("read the scenarios' outcomes and clear runs/r1/metrics.json"),
+    ):
+        store.delete("runs/r1/metrics.json")
 
 
 class _FlakyS3(http.server.BaseHTTPRequestHandler):

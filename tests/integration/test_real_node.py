@@ -129,8 +129,8 @@ def test_the_guard_keeps_pod_traffic_on_the_bridge(local_env: LocalEnvironment) 
     One inet table (IPv4 and IPv6), before every other chain of its hooks: forwarding of the pod
     subnet off the bridge is dropped; the servers on every address answer only loopback and the
     bridge; from the bridge, pods reach the API server, the kubelet (Prometheus scrapes it), the S3
-    endpoint, and for the Airflow deployment its database, the registry (charts) and the release
-    manifests' mirror; replies come back.
+    endpoint, and for the Airflow deployment its database, the registry (charts), the release
+    manifests' mirror and its alerts' receivers; replies come back.
     """
     network = local_env.node().config.network
     ports = local_env.config.ports
@@ -138,7 +138,16 @@ def test_the_guard_keeps_pod_traffic_on_the_bridge(local_env: LocalEnvironment) 
     served = ", ".join(
         str(port)
         for port in sorted(
-            (ports.kube_apiserver, ports.kubelet, ports.s3, ports.postgres, ports.registry, ports.mirror)
+            (
+                ports.kube_apiserver,
+                ports.kubelet,
+                ports.s3,
+                ports.postgres,
+                ports.registry,
+                ports.mirror,
+                ports.alert_mail,
+                ports.alert_webhook,
+            )
         )
     )
     for_pods = served

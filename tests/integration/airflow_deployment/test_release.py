@@ -47,6 +47,7 @@ from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
 from localenv.node import SYSTEM_NODE_LABEL
 from localenv.processes import ComponentError
+from tests.alert_receivers import AlertReceivers, html_body, text_of
 from tests.conftest import REPO
 from tests.integration.airflow_deployment.cluster_state import (
     INFRASTRUCTURE_DEPLOYMENTS,
@@ -61,8 +62,12 @@ from tests.integration.airflow_deployment.nights import (
     NODE_COUNT,
     NOTHING_LEFT,
     REATTACHED,
+    RECIPIENTS,
+    RUN_ALERT_AFTER,
+    RUN_ALERT_AFTER_SECONDS,
     Night,
     airflow_pods,
+    alerts_of,
 )
 from tests.integration.airflow_env import logged_task_ids, published_run, read_json
 from tests.waiting import wait_for
@@ -204,7 +209,7 @@ def test_a_dag_file_that_does_not_import_stops_the_demo_naming_the_cause(
     """
     tuned = airflow_deployment.overrides
     # The dag-processor's own setting: the upgrade restarts it alone.
-    refused_setting = {"dagProcessor": {"KAI_SCALE_RESULTS_URL": "ftp://results.example/"}}
+    refused_setting = {"dagProcessor": {"KAI_SCALE_ALERT_EMAIL_FROM": "the KAI scale bot"}}
     refused = dataclasses.replace(tuned, component_env={**tuned.component_env, **refused_setting})
     try:
         assert airflow_deployment.deploy(refused) is True
@@ -216,7 +221,7 @@ def test_a_dag_file_that_does_not_import_stops_the_demo_naming_the_cause(
     said = str(stopped.value)
     assert said.startswith("airflow: the DAG file does not import in the deployment: "), said
     assert f"{DAG_ID}.py: " in said
-    assert "KAI_SCALE_RESULTS_URL must be an http(s) URL" in said
+    assert "KAI_SCALE_ALERT_EMAIL_FROM must be mail addresses like ops@example.com" in said
     wait_for_dag(airflow_api, since=restored)
 
 
@@ -319,6 +324,28 @@ def test_the_deployed_api_server_serves_the_trend_view_with_its_chart_library(
     library = httpx.get(f"{base}{VIEW_PREFIX}/static/vendor/echarts.min.js", timeout=60)
     assert library.status_code == 200
     assert len(library.content) > 500_000, "Apache ECharts' built file"
+
+
+def test_a_night_past_its_time_limit_is_alerted_by_the_deployed_triggerer(
+    first_night: Night, alerts: AlertReceivers
+) -> None:
+    """The night ran longer than KAI_SCALE_RUN_ALERT_AFTER: its deadline's callbacks, one per channel.
+
+    Run by the release's triggerer (Airflow's DeadlineAlert), while the night went on; the night
+    succeeded, so no failure alert followed.
+    """
+    ((message, payload),) = alerts_of(alerts, first_night.run_id, event="overdue")
+    assert re.fullmatch(
+        rf"\[KAI scale\] run {re.escape(first_night.pipeline_run_id)} \({NODE_COUNT} nodes\) "
+        rf"still running after \S+ \(limit {RUN_ALERT_AFTER}\)",
+        message["Subject"],
+    ), message["Subject"]
+    assert message["To"] == RECIPIENTS
+    assert payload["text"] == text_of(html_body(message)), "the webhook says what the mail says"
+    assert payload["limit_seconds"] == RUN_ALERT_AFTER_SECONDS
+    assert first_night.state == "success"
+    posts = [post for _, _, post in alerts.webhook.posts if post["airflow_run_id"] == first_night.run_id]
+    assert [post["event"] for post in posts] == ["overdue"], "no failure alert for a green night"
 
 
 def test_the_pipeline_overhead_benchmark_reads_the_night(first_night: Night) -> None:

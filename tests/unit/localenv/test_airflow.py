@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
-from localenv.airflow import LOCAL_VALUES, SCENARIOS, SCENARIOS_IN_POD, VALUES, AirflowDeployment, Overrides
+from localenv.airflow import (
+    CONNECTIONS,
+    LOCAL_VALUES,
+    SCENARIOS,
+    SCENARIOS_IN_POD,
+    VALUES,
+    AirflowDeployment,
+    Overrides,
+)
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
 
@@ -108,3 +116,17 @@ def test_scenario_files_reach_every_pod_beside_the_shipped_volumes(deployment: A
     plain = _values(deployment, Overrides())
     assert not {"volumes", "volumeMounts", "airflowPodAnnotations"} & plain.keys()
     assert "KAI_SCALE_SCENARIOS_DIR" not in _env(plain)
+
+
+def test_added_connections_reach_every_pod_from_the_connections_secret(deployment: AirflowDeployment) -> None:
+    """Helm replaces lists: the shipped connections stay; the added ones come from the same Secret.
+
+    The Secret's keys are read by the deployment's tests: their alerts arrive through them.
+    """
+    shipped = yaml.safe_load(VALUES.read_text())
+    smtp = {"conn_type": "smtp", "host": "10.244.0.1", "port": 25025}
+    overrides = Overrides(connections={"alerts_smtp": smtp})
+    values = _values(deployment, overrides)
+    added = {"envName": "AIRFLOW_CONN_ALERTS_SMTP", "secretName": CONNECTIONS, "secretKey": "alerts_smtp"}
+    assert values["secret"] == [*shipped["secret"], added]
+    assert "secret" not in _values(deployment, Overrides())
