@@ -162,6 +162,10 @@ class AirflowDeployment:
         values["env"] = [{"name": name, "value": value} for name, value in env.items()]
         if overrides.connections:
             shipped = yaml.safe_load(VALUES.read_text())
+            # A name the shipped list has would be a second entry for one variable (as with env above).
+            listed = {entry["secretKey"] for entry in shipped["secret"] if entry["secretName"] == CONNECTIONS}
+            if twice := sorted(overrides.connections.keys() & listed):
+                raise ValueError(f"connections the release already has: {', '.join(twice)}")
             added = [
                 {
                     "envName": f"AIRFLOW_CONN_{conn_id.upper()}",

@@ -14,8 +14,8 @@ from kai_scale import trigger_guard
 from kai_scale.alerts import deadline_clear
 from kai_scale.views.plugin import fastapi_app, nav_entry
 
-# The api-server serves the UI's Clear: an Airflow with apache/airflow#70368 refuses a clear of a run
-# whose overdue alert is still pending (kai_scale.alerts.deadline_clear).
+# An Airflow with apache/airflow#70368 refuses the clear of a run whose overdue alert is still pending
+# (kai_scale.alerts.deadline_clear); the api-server, which serves the UI's Clear, loads this plugin.
 deadline_clear.install()
 
 # The nightly DAG's id (dags/kai_scale_nightly.py): the view links to its runs, and shows the published

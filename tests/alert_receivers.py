@@ -23,6 +23,8 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 SENDER = "kai-scale@example.com"
 WEBHOOK_PATH = "/hooks/kai-scale"
 WEBHOOK_TOKEN = "hook-token-1234"
+# The ids of their Airflow connections (values.yaml documents them for a team's relay and hook).
+SMTP_CONN_ID, WEBHOOK_CONN_ID = "alerts_smtp", "alerts_webhook"
 
 
 @dataclass
@@ -33,8 +35,9 @@ class Mailbox:
     messages: list[tuple[Envelope, email.message.Message]] = field(default_factory=list)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        content = envelope.content if isinstance(envelope.content, bytes) else b""
-        self.messages.append((envelope, email.message_from_bytes(content)))
+        if not isinstance(envelope.content, bytes):  # a server started with decode_data=True
+            raise TypeError(f"the mail's content is {type(envelope.content).__name__}, not bytes")
+        self.messages.append((envelope, email.message_from_bytes(envelope.content)))
         return "250 Message accepted for delivery"
 
 
@@ -55,15 +58,15 @@ class AlertReceivers:
     webhook: Webhook
 
     def connections(self) -> dict[str, dict[str, Any]]:
-        """The Airflow connections of both, by id: ``alerts_smtp`` and ``alerts_webhook``."""
+        """The Airflow connections of both, by id: SMTP_CONN_ID and WEBHOOK_CONN_ID."""
         return {
-            "alerts_smtp": {
+            SMTP_CONN_ID: {
                 "conn_type": "smtp",
                 "host": self.host,
                 "port": self.mailbox.port,
                 "extra": {"from_email": SENDER, "disable_ssl": True, "disable_tls": True, "retry_limit": 0},
             },
-            "alerts_webhook": {
+            WEBHOOK_CONN_ID: {
                 "conn_type": "http",
                 "host": f"http://{self.host}:{self.webhook.port}{WEBHOOK_PATH}",
                 "extra": {"Authorization": f"Bearer {WEBHOOK_TOKEN}"},

@@ -40,6 +40,9 @@ print(json.dumps({
         [entry["middleware"].__module__, entry["kwargs"]]
         for plugin in plugins for entry in plugin.fastapi_root_middlewares
     ],
+    "clear_moves_deadlines_with": __import__(
+        "airflow.models.taskinstance", fromlist=["_"]
+    )._recalculate_dagrun_queued_at_deadlines.__module__,
     "web_modules": sorted(
         name for name in sys.modules
         if name.split(".")[0] in ("fastapi", "starlette") or name in WEB_APP_MODULES
@@ -84,6 +87,12 @@ def test_the_plugin_adds_the_trend_view_and_its_nav_entry_without_loading_the_we
 def test_the_plugin_checks_the_nightly_dags_triggers() -> None:
     loaded = _load_plugins(REPO / "plugins")
     assert loaded["middlewares"] == [["kai_scale.trigger_guard", {"dag_id": "kai_scale_nightly"}]]
+
+
+def test_the_plugin_puts_its_move_of_a_cleared_runs_deadlines_in_airflows_place() -> None:
+    """The clear of a run with a pending overdue alert fails without it (kai_scale.alerts.deadline_clear)."""
+    loaded = _load_plugins(REPO / "plugins")
+    assert loaded["clear_moves_deadlines_with"] == "kai_scale.alerts.deadline_clear"
 
 
 def test_the_view_links_to_and_authorizes_by_the_dag_of_the_dags_folder() -> None:

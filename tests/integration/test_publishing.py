@@ -167,8 +167,8 @@ def test_an_unreachable_bucket_is_a_clear_error(
     assert "attempt 3" not in log, "max_attempts counts every try"
 
 
-def test_a_missing_bucket_is_named_by_publishing_and_by_the_tasks_reading_outputs(prefix: str) -> None:
-    """Publishing, and collect_metrics' reads of the outcomes (``errors_named``), name the bucket."""
+def test_a_missing_bucket_is_named_by_publishing_and_by_the_wrapper_of_the_tasks_reads(prefix: str) -> None:
+    """Publishing, and ``errors_named`` (what collect_metrics and publish_results read through), name it."""
     store = ResultsBucketHook(aws_conn_id="aws_default", bucket="no-such-bucket")
     with pytest.raises(PublishError, match=r"to s3://no-such-bucket/test-.*NoSuchBucket"):
         _publish(store, prefix, "r1")

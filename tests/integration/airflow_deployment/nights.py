@@ -23,9 +23,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -41,7 +43,7 @@ from localenv.airflow import CONNECTIONS, NAMESPACE, AirflowApi
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger
 from localenv.environment import LocalEnvironment
 from localenv.node import NODE_NAME
-from tests.alert_receivers import AlertReceivers
+from tests.alert_receivers import SMTP_CONN_ID, WEBHOOK_CONN_ID, AlertReceivers
 from tests.conftest import REPO
 from tests.integration.airflow_deployment.cluster_state import infrastructure
 from tests.integration.airflow_env import (
@@ -59,7 +61,7 @@ from tests.waiting import wait_for
 
 NODE_COUNT = 20
 # The release's alert settings (conftest.release_settings): mail and webhook through the connections
-# alerts_smtp and alerts_webhook, to the package's receivers; an overdue alert once a night has run
+# SMTP_CONN_ID and WEBHOOK_CONN_ID, to the package's receivers; an overdue alert once a night has run
 # for RUN_ALERT_AFTER (the first two last longer).
 RECIPIENTS = "kai-oncall@example.com"
 RUN_ALERT_AFTER_SECONDS = 300
@@ -68,8 +70,8 @@ RESULTS_URL = "https://results.example.com/Public/"
 RESULTS_PREFIX = "Public/"  # the release's (KAI_SCALE_RESULTS_PREFIX unset)
 ALERT_SETTINGS = {
     "KAI_SCALE_ALERT_EMAIL_TO": RECIPIENTS,
-    "KAI_SCALE_ALERT_SMTP_CONN_ID": "alerts_smtp",
-    "KAI_SCALE_ALERT_WEBHOOK_CONN_ID": "alerts_webhook",
+    "KAI_SCALE_ALERT_SMTP_CONN_ID": SMTP_CONN_ID,
+    "KAI_SCALE_ALERT_WEBHOOK_CONN_ID": WEBHOOK_CONN_ID,
     "KAI_SCALE_RUN_ALERT_AFTER": RUN_ALERT_AFTER,
     "KAI_SCALE_RESULTS_URL": RESULTS_URL,
 }
@@ -706,6 +708,11 @@ class RefusedTeardown:
     """What the refused teardown left (``leftovers``)."""
     cleared: set[str]
     """The tasks the clear of the teardown cleared."""
+    pending_at_clear: list[datetime]
+    """When the run's overdue alerts (one per channel) were due, as the clear started."""
+    due_after_clear: list[datetime]
+    """When they are due once the clear queued the run again, and that time (the run's ``queued_at``)."""
+    queued_again_at: datetime
 
 
 def night_with_a_missing_runner_image(
@@ -734,11 +741,32 @@ def night_with_a_missing_runner_image(
     alerts_of(alerts, run_id, event="failed")  # read before the clear resets the run's records
     if left["nodepools"]:
         _wait_until_nodepools_may_be_deleted(local_env)
+    pending = pending_deadlines(api, run_id)
     with marked_failed_on_error(api, run_id):
         cleared = clear_task(api, run_id, "tear_down_environment")
+        due_after, queued_again = pending_deadlines(api, run_id), api.get(run_path(run_id))["queued_at"]
         follow(api, run_id)
-    refused = RefusedTeardown(instances=instances, leftovers=left, cleared=cleared)
+    refused = RefusedTeardown(
+        instances=instances,
+        leftovers=left,
+        cleared=cleared,
+        pending_at_clear=pending,
+        due_after_clear=due_after,
+        queued_again_at=datetime.fromisoformat(queued_again),
+    )
     return read_night(api, run_id, scenarios, local_env), refused
+
+
+def pending_deadlines(api: AirflowApi, run_id: str) -> list[datetime]:
+    """When the run's overdue alerts not yet sent are due, as Airflow's UI reads them (its own API)."""
+    answer = httpx.get(
+        f"{api.base_url}/ui{run_path(run_id)}/deadlines",
+        headers={"Authorization": f"Bearer {api.token}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    deadlines = answer.json()["deadlines"]
+    return sorted(datetime.fromisoformat(d["deadline_time"]) for d in deadlines if not d["missed"])
 
 
 def _wait_until_nodepools_may_be_deleted(local_env: LocalEnvironment) -> None:
@@ -759,15 +787,16 @@ def _wait_until_nodepools_may_be_deleted(local_env: LocalEnvironment) -> None:
 SLOWER_NODE_COUNT = 21
 SLOWER = "standin-pass"
 # Nights of the stand-in suite's Fill Cluster test at SLOWER_NODE_COUNT: thirty near 300 s, then two at
-# the new level (395 s, 398 s); the stand-in reports 396.7 s, so the night completes a +32 % change
+# the new level (SEEDED_NEW_LEVEL); the stand-in reports 396.7 s, so the night completes a +32 % change
 # that started two runs before it.
 SEEDED_RUN_IDS = tuple(f"2026{night:04d}-scheduled" for night in range(32))
+SEEDED_NEW_LEVEL = (395.0, 398.0)
 
 
 def night_slower_than_its_history(api: AirflowApi, local_env: LocalEnvironment) -> Night:
     """SLOWER at SLOWER_NODE_COUNT nodes on the runner tag STANDIN_TAG, after its history is published."""
     noise = random.Random(11)
-    _publish_history([300 * (1 + noise.uniform(-0.05, 0.05)) for _ in range(30)] + [395.0, 398.0])
+    _publish_history([300 * (1 + noise.uniform(-0.05, 0.05)) for _ in range(30)] + list(SEEDED_NEW_LEVEL))
     push_standin_runner(local_env)
     scenarios = (SLOWER,)
     conf = {"node_count": SLOWER_NODE_COUNT, "runner_tag": STANDIN_TAG, "scenarios": list(scenarios)}

@@ -100,6 +100,19 @@ def test_a_services_own_setting_may_not_repeat_the_release_wide_one(deployment: 
         )
 
 
+def test_added_connections_are_listed_after_the_shipped_ones_and_may_not_repeat_them(
+    deployment: AirflowDeployment,
+) -> None:
+    """Helm replaces lists: the shipped connections are kept; one of them again would be a second entry."""
+    shipped = yaml.safe_load(VALUES.read_text())["secret"]
+    webhook = {"conn_type": "http", "host": "http://hooks.example/"}
+    values = _values(deployment, Overrides(connections={"alerts_webhook": webhook}))
+    added = {"envName": "AIRFLOW_CONN_ALERTS_WEBHOOK", "secretName": CONNECTIONS}
+    assert values["secret"] == [*shipped, {**added, "secretKey": "alerts_webhook"}]
+    with pytest.raises(ValueError, match="connections the release already has: aws_default"):
+        _values(deployment, Overrides(connections={"aws_default": webhook}))
+
+
 def test_scenario_files_reach_every_pod_beside_the_shipped_volumes(deployment: AirflowDeployment) -> None:
     """Helm replaces lists: the shipped values' volumes (the target cluster's kubeconfig) are kept."""
     shipped = yaml.safe_load(VALUES.read_text())

@@ -1,4 +1,8 @@
-"""The overdue alert's deadline, as Airflow stores it, read back as the clear of its run must read it."""
+"""The overdue alert's deadline, as Airflow stores it, read back as the clear of its run must read it.
+
+The move itself runs on the deployment: the fourth night clears its teardown while its overdue alert is
+pending and reads the deadline moved (tests/integration/airflow_deployment).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 import airflow
 import pytest
 from airflow.models import taskinstance
+from airflow.models.deadline_alert import DeadlineAlert as DeadlineAlertModel
 from airflow.serialization.encoders import encode_deadline_alert
 
 from kai_scale.alerts import deadline_clear
@@ -15,22 +20,24 @@ from kai_scale.alerts.wiring import alert_wiring
 from kai_scale.settings import PipelineSettings
 
 
-def _stored_deadlines(monkeypatch: pytest.MonkeyPatch, run_alert_after: str) -> list[dict[str, object]]:
-    """The DAG's deadline alerts with mail and a run-time limit, encoded as Airflow stores them."""
+def _stored_deadline(monkeypatch: pytest.MonkeyPatch, run_alert_after: str) -> DeadlineAlertModel:
+    """The DAG's one deadline alert (mail, a run-time limit) as Airflow stores it."""
     monkeypatch.setenv("KAI_SCALE_ALERT_EMAIL_TO", "kai-oncall@example.com")
     monkeypatch.setenv("KAI_SCALE_RUN_ALERT_AFTER", run_alert_after)
     settings = PipelineSettings.from_environment(default_include_dir=Path("include"))
-    return [encode_deadline_alert(alert) for alert in alert_wiring(settings).dag_arguments["deadline"]]
+    (alert,) = alert_wiring(settings).dag_arguments["deadline"]
+    encoded = encode_deadline_alert(alert)
+    return DeadlineAlertModel(
+        reference=encoded["reference"], interval=encoded["interval"], callback_def=encoded["callback"]
+    )
 
 
-def test_the_overdue_deadline_is_read_as_its_interval_where_a_clear_read_json_as_seconds(
+def test_the_overdue_deadline_is_read_as_its_interval_which_airflow_stores_as_json(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    (stored,) = _stored_deadlines(monkeypatch, "6h")
-    with pytest.raises(TypeError, match="dict"):  # what Airflow 3.3's clear does with it
-        timedelta(seconds=stored["interval"])  # type: ignore[arg-type]
-    interval = deadline_clear.queued_at_interval(stored["reference"], stored["interval"], stored["callback"])
-    assert interval == timedelta(hours=6)
+    stored = _stored_deadline(monkeypatch, "6h")
+    assert isinstance(stored.interval, dict), "what Airflow 3.3's move reads as seconds"
+    assert deadline_clear.queued_at_interval(stored) == timedelta(hours=6)
 
 
 def test_the_pinned_airflow_has_the_bug_so_the_plugin_replaces_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from airflow.sdk.log import mask_secret
 
 from kai_scale.alerts import run_records
 from kai_scale.alerts.message import FailedTask
@@ -137,3 +138,16 @@ def test_verdicts_in_xcom_that_are_not_them_are_named_and_the_summary_is_still_t
     assert alert.payload["verdict"] == "failure", "the summary's, as the verdicts' cannot be read"
     assert [s["scenario"] for s in alert.payload["failed_scenarios"]] == ["reclaim"]
     assert (alert.payload["threshold_breaches"], alert.payload["links"]["verdicts"]) == ([], None)
+
+
+def test_a_tasks_recorded_error_has_the_secrets_it_registered_masked() -> None:
+    """Airflow's own masker, as in the task's process; the task instance is a stand-in holding its XComs."""
+    secret = "b1c2d3e4f5-signature"  # a presigned URL's signature, as the pod operator registers it
+    mask_secret(secret)
+    pushed: dict[str, Any] = {}
+    ti = SimpleNamespace(xcom_push=lambda key, value: pushed.update({key: value}))
+    error = RuntimeError(f"run published to s3://kai-scale-results/Public/r/results.json?sig={secret}")
+    run_records.record_task_failure({"exception": error, "ti": ti})
+    assert pushed == {
+        run_records.FAILURE_XCOM_KEY: "RuntimeError: run published to s3://kai-scale-results/Public/r/results.json?sig=***"
+    }
