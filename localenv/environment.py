@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from kai_scale_model.node_pool import NODEPOOL_CRD
 from localenv import kai, manifest_mirror, pins, processes, settings
 from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
 from localenv.kai import BuiltImages
@@ -76,7 +77,6 @@ MANIFESTS = Path(__file__).with_name("manifests")
 CHART_VALUES_DIR = Path(__file__).resolve().parents[1] / "include" / "manifests" / "chart-values"
 CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
-NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
 # The cluster's NodePorts: Kubernetes' default range less its top, where kwokctl's components listen.
 NODE_PORT_RANGE = "30000-32699"

@@ -32,12 +32,12 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from kai_scale.cluster.node_pool import NODEPOOL_CRD
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.operators.scenario_pod import scenario_task_id
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.settings import DEFAULT_NAMESPACE, DEFAULT_RUNNER_IMAGE
 from kai_scale_model import labels
+from kai_scale_model.node_pool import NODEPOOL_CRD
 from localenv import settings as localenv_settings
 from localenv.airflow import CONNECTIONS, NAMESPACE, AirflowApi
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger

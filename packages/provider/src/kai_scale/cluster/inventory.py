@@ -6,10 +6,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kai_scale.cluster.installs import SERVICE_MONITOR_CRD, STAGE_CRD
-from kai_scale.cluster.node_pool import NODEPOOL_CRD
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.helm import helm_available
 from kai_scale_model import kai
+from kai_scale_model.node_pool import NODEPOOL, NODEPOOL_CRD
 
 # Cluster-scoped objects KAI's suite creates without a label of its own and, when a spec fails, leaves
 # behind; teardown removes the ones that did not exist when the run started. (Its namespaces and
@@ -17,7 +17,7 @@ from kai_scale_model import kai
 SNAPSHOT_KINDS: tuple[tuple[str, str], ...] = (
     ("scheduling.run.ai/v2", "Queue"),
     ("kai.scheduler/v1alpha1", "Topology"),
-    ("kwok.sigs.run-ai.com/v1beta1", "NodePool"),
+    NODEPOOL,
     ("kwok.x-k8s.io/v1alpha1", "Stage"),
 )
 

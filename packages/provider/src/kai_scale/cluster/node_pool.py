@@ -11,10 +11,9 @@ from kai_scale.cluster.sources import Sources
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.release_manifests import ReleaseManifestsHook
 from kai_scale_model.installs import Installs
+from kai_scale_model.node_pool import NODEPOOL, NODEPOOL_CRD
 from kai_scale_model.waiting import wait_for
 
-NODEPOOL_CRD = "nodepools.kwok.sigs.run-ai.com"
-NODEPOOL = ("kwok.sigs.run-ai.com/v1beta1", "NodePool")
 NODEPOOL_NAME = "managed-nodepool"
 POOL_NODE_LABEL = "kwok.x-k8s.io/controller"  # kwok-operator labels a pool's nodes with its name
 ORIGINAL_COUNT_ANNOTATION = "kai-scale.dev/original-node-count"
