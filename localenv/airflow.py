@@ -151,9 +151,10 @@ class AirflowDeployment:
         env = {entry["name"]: entry["value"] for entry in local["env"]}
         env |= {"KAI_SCALE_SOURCE_MIRRORS": json.dumps(mirrors), **overrides.env}
         values: dict[str, Any] = {"images": {"airflow": {"repository": repository, "tag": tag}}}
+        # Helm replaces lists: what the overrides add to one of values.yaml's goes after its entries.
+        shipped = yaml.safe_load(VALUES.read_text())
         if overrides.scenarios:
             env["KAI_SCALE_SCENARIOS_DIR"] = SCENARIOS_IN_POD
-            shipped = yaml.safe_load(VALUES.read_text())
             values["volumes"] = [*shipped["volumes"], {"name": SCENARIOS, "configMap": {"name": SCENARIOS}}]
             mount = {"name": SCENARIOS, "mountPath": SCENARIOS_IN_POD, "readOnly": True}
             values["volumeMounts"] = [*shipped["volumeMounts"], mount]
@@ -161,7 +162,6 @@ class AirflowDeployment:
             values["airflowPodAnnotations"] = {"kai-scale.dev/scenarios": _digest(overrides.scenarios)}
         values["env"] = [{"name": name, "value": value} for name, value in env.items()]
         if overrides.connections:
-            shipped = yaml.safe_load(VALUES.read_text())
             # A name the shipped list has would be a second entry for one variable (as with env above).
             listed = {entry["secretKey"] for entry in shipped["secret"] if entry["secretName"] == CONNECTIONS}
             if twice := sorted(overrides.connections.keys() & listed):
