@@ -58,10 +58,14 @@ ROLLOUT_TIMEOUT_SECONDS = 600
 # How helm begins its refusal of values that the chart's values.schema.json does not allow.
 SCHEMA_REFUSAL = "values don't meet the specifications of the schema"
 HELM_TIMEOUT = "15m"
-# How often a deploy looks at the release's pods: a container that failed since the deploy began stops
-# it there (a database it cannot reach, a setting it refuses) instead of after HELM_TIMEOUT; Airflow's
+# How often a deploy looks at the release's pods: a container that cannot start since the deploy began
+# stops it there (a database it cannot reach, a setting it refuses) instead of after HELM_TIMEOUT; Airflow's
 # services fail within seconds of losing their database, its migration job only after minutes.
 POLL_SECONDS = 10
+# A container that failed once and came back is not a failed deploy: two api-servers (or workers of
+# one) starting on the same database race to sync Flask-AppBuilder's permissions and one loses with a
+# UniqueViolation, then starts. Failing again after its restart is a container that cannot start.
+FAILURES_OF_A_CONTAINER_THAT_CANNOT_START = 2
 # The label KubernetesExecutor gives its worker pods, in the release's namespace beside its services.
 WORKER_POD_LABEL = "kubernetes_executor"
 # How long the REST client waits for an api-server that does not answer (a restarting pod).
@@ -324,19 +328,9 @@ class AirflowDeployment:
                     return failing
 
     def _failed_container(self, *, since: datetime) -> str | None:
-        """A container (``<pod>/<container>``) that exited with an error after ``since`` and was restarted.
-
-        Init containers are left out: ``wait-for-airflow-migrations`` exits and is restarted while the
-        migration job runs longer than its wait, as the chart intends. A failure before ``since`` (a
-        container that was failing already) is not this deploy's.
-        """
-        for pod in self._pods():  # a listing that fails once (a busy API server) is retried next poll
-            for status in pod.get("status", {}).get("containerStatuses") or []:
-                ended = (status.get("lastState") or {}).get("terminated") or {}
-                finished = ended.get("finishedAt")
-                if ended.get("exitCode", 0) != 0 and finished and _timestamp(finished) >= since:
-                    return f"{pod['metadata']['name']}/{status['name']}"
-        return None
+        """A container of the release that cannot start since ``since`` (``<pod>/<container>``)."""
+        # a listing that fails once (a busy API server) is retried next poll
+        return container_that_cannot_start(self._pods(), since=since)
 
     def _failure_log(self, failed: str) -> str:
         """The last log lines of a failed container (``<pod>/<container>``): those before it was restarted."""
@@ -493,6 +487,28 @@ class AirflowDeployment:
     def stop_ui(self, port: int) -> None:
         """Stop serving the UI on ``port``."""
         processes.stop(name=f"{UI_COMPONENT}-{port}", run_dir=self.config.run_dir)
+
+
+def container_that_cannot_start(pods: list[dict[str, Any]], *, since: datetime) -> str | None:
+    """A container (``<pod>/<container>``) of ``pods`` (kubectl's listing) that failed again after ``since``.
+
+    Init containers are left out: ``wait-for-airflow-migrations`` exits and is restarted while the
+    migration job runs longer than its wait, as the chart intends. A failure before ``since`` (a
+    container that was failing already) is not this deploy's; a container's first failure is not
+    either (FAILURES_OF_A_CONTAINER_THAT_CANNOT_START).
+    """
+    for pod in pods:
+        for status in pod.get("status", {}).get("containerStatuses") or []:
+            ended = (status.get("lastState") or {}).get("terminated") or {}
+            finished = ended.get("finishedAt")
+            if (
+                ended.get("exitCode", 0) != 0
+                and finished
+                and _timestamp(finished) >= since
+                and status.get("restartCount", 0) >= FAILURES_OF_A_CONTAINER_THAT_CANNOT_START
+            ):
+                return f"{pod['metadata']['name']}/{status['name']}"
+    return None
 
 
 def _timestamp(text: str) -> datetime:

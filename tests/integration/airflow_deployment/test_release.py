@@ -132,7 +132,7 @@ def test_an_upgrade_that_cannot_reach_the_database_stops_naming_the_failing_pod_
     """PostgreSQL down during an upgrade (a new setting of the api-server's).
 
     Airflow's services exit within seconds of losing their database: the deploy stops at the first
-    container that failed after it began, naming it and its last log lines, instead of waiting out
+    container that failed again after its restart, naming it and its last log lines, instead of waiting out
     helm's 15 minutes for the migration job. The release is marked failed; with the database back and
     the services up again, the next deploy upgrades it.
     """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from localenv.airflow import (
     VALUES,
     AirflowDeployment,
     Overrides,
+    container_that_cannot_start,
 )
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
@@ -143,3 +145,35 @@ def test_added_connections_reach_every_pod_from_the_connections_secret(deploymen
     added = {"envName": "AIRFLOW_CONN_ALERTS_SMTP", "secretName": CONNECTIONS, "secretKey": "alerts_smtp"}
     assert values["secret"] == [*shipped["secret"], added]
     assert "secret" not in _values(deployment, Overrides())
+
+
+def _pod(name: str, *, restarts: int, exit_code: int, finished: str) -> dict[str, Any]:
+    """A pod as ``kubectl get pods --output=json`` lists it: one container, restarted ``restarts`` times."""
+    ended = {"exitCode": exit_code, "finishedAt": finished, "reason": "Error"}
+    container = {"name": "api-server", "restartCount": restarts, "lastState": {"terminated": ended}}
+    return {"metadata": {"name": name}, "status": {"containerStatuses": [container]}}
+
+
+DEPLOY_BEGAN = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+def test_a_container_that_failed_once_since_the_deploy_and_came_back_does_not_stop_it() -> None:
+    """The api-server lost Flask-AppBuilder's permission race once (seen on a fresh release), then started."""
+    pods = [_pod("airflow-api-server-0", restarts=1, exit_code=1, finished="2026-11-28T12:00:40Z")]
+    assert container_that_cannot_start(pods, since=DEPLOY_BEGAN) is None
+
+
+def test_a_container_that_failed_again_after_its_restart_stops_the_deploy_naming_it() -> None:
+    pods = [
+        _pod("airflow-scheduler-0", restarts=0, exit_code=0, finished="2026-11-28T12:00:10Z"),
+        _pod("airflow-api-server-0", restarts=2, exit_code=1, finished="2026-11-28T12:01:05Z"),
+    ]
+    assert container_that_cannot_start(pods, since=DEPLOY_BEGAN) == "airflow-api-server-0/api-server"
+
+
+def test_failures_before_the_deploy_began_and_clean_exits_are_not_its() -> None:
+    pods = [
+        _pod("airflow-api-server-0", restarts=5, exit_code=1, finished="2026-11-28T11:59:59Z"),
+        _pod("airflow-triggerer-0", restarts=3, exit_code=0, finished="2026-11-28T12:02:00Z"),
+    ]
+    assert container_that_cannot_start(pods, since=DEPLOY_BEGAN) is None
