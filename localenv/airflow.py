@@ -62,9 +62,10 @@ HELM_TIMEOUT = "15m"
 # stops it there (a database it cannot reach, a setting it refuses) instead of after HELM_TIMEOUT; Airflow's
 # services fail within seconds of losing their database, its migration job only after minutes.
 POLL_SECONDS = 10
-# A container that failed once and came back is not a failed deploy: two api-servers (or workers of
-# one) starting on the same database race to sync Flask-AppBuilder's permissions and one loses with a
-# UniqueViolation, then starts. Failing again after its restart is a container that cannot start.
+# A container that failed once and came back is not a failed deploy: the api-server and the chart's
+# create-user job (a post-upgrade hook) start together and both sync Flask-AppBuilder's permissions;
+# the loser exits with a UniqueViolation, then starts. Failing again after its restart is a container
+# that cannot start.
 FAILURES_OF_A_CONTAINER_THAT_CANNOT_START = 2
 # The label KubernetesExecutor gives its worker pods, in the release's namespace beside its services.
 WORKER_POD_LABEL = "kubernetes_executor"

@@ -158,7 +158,7 @@ DEPLOY_BEGAN = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
 
 def test_a_container_that_failed_once_since_the_deploy_and_came_back_does_not_stop_it() -> None:
-    """The api-server lost Flask-AppBuilder's permission race once (seen on a fresh release), then started."""
+    """The api-server lost Flask-AppBuilder's permission race to the create-user job once, then started."""
     pods = [_pod("airflow-api-server-0", restarts=1, exit_code=1, finished="2026-11-28T12:00:40Z")]
     assert container_that_cannot_start(pods, since=DEPLOY_BEGAN) is None
 
