@@ -103,11 +103,6 @@ class PostgresServer:
         if fresh:
             self._psql(f"CREATE DATABASE {DATABASE} OWNER {USER}")
 
-    def recreate_database(self, name: str) -> None:
-        """An empty database ``name`` owned by the user (dropped first, with its connections)."""
-        self._psql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        self._psql(f"CREATE DATABASE {name} OWNER {USER}")
-
     def answers(self) -> bool:
         """Whether the server accepts connections (pg_isready on its socket)."""
         result = subprocess.run(

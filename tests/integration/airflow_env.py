@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -20,16 +17,6 @@ STANDIN_SUITE = REPO / "tests" / "standin" / "kai_suite_standin.py"
 # Where the stand-in suite is in the runner image of the deployment's stand-in nights (their runner
 # tag): the runner pods of standin_scenario() run it in place of KAI's.
 STANDIN_IN_IMAGE = "/usr/local/bin/kai-suite-standin"
-
-
-def migrate_airflow_db() -> None:
-    """Migrate the tests' Airflow metadata database (AIRFLOW__DATABASE__SQL_ALCHEMY_CONN)."""
-    subprocess.run(
-        [str(Path(sys.executable).parent / "airflow"), "db", "migrate"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
 
 
 def standin_scenario(mode: str, *, timeout: str = "5m", **env: str) -> dict[str, Any]:

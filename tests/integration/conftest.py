@@ -19,8 +19,7 @@ from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
 from localenv.kai import BuiltImages
 from localenv.settings import Settings
-from tests.conftest import REPO, TESTS_DATABASE
-from tests.integration.airflow_env import migrate_airflow_db
+from tests.conftest import REPO
 from tests.integration.real_kai import kai_leftovers, switch_scheduler, wait_until_scheduler_serves
 from tests.waiting import wait_for
 
@@ -131,16 +130,12 @@ def prometheus(monitoring: str) -> Iterator[PrometheusClient]:
 
 
 @pytest.fixture(scope="session")
-def airflow_db(local_env: LocalEnvironment) -> None:
-    """A fresh, migrated metadata database of the tests' own Airflow on the local PostgreSQL."""
-    database = local_env.postgres()
-    database.recreate_database(TESTS_DATABASE)
-    migrate_airflow_db()
+def airflow_on_local_env(local_env: LocalEnvironment) -> Iterator[dict[str, str]]:
+    """Airflow's connections and the pipeline's settings pointed at the local environment.
 
-
-@pytest.fixture(scope="session")
-def airflow_on_local_env(local_env: LocalEnvironment, airflow_db: None) -> Iterator[dict[str, str]]:
-    """Airflow's connections pointed at the local environment, and a migrated metadata database."""
+    As a task's environment has them; the hooks and steps read connections from it, not from a
+    metadata database (the tests' own Airflow has none: every night runs on the deployed one).
+    """
     exports = local_env.exports()
     saved = {name: os.environ.get(name) for name in exports}
     os.environ.update(exports)
