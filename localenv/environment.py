@@ -554,8 +554,10 @@ class LocalEnvironment:
             processes.stop(name=name, run_dir=config.run_dir)
         # Its data directory is outside the state directory (PostgreSQL's user cannot enter root's home).
         self.postgres().remove()
-        # What up did, not what the setting says now: the node left its snapshot if it started.
-        had_node = config.real_node or self.node().snapshot_path.exists()
+        # What up did: the node's preparation saves its snapshot before it changes the machine. Without
+        # it, a bridge or guard of the same name is another environment's (one node per machine), and
+        # stopping the node would take that one's pods, rules, bridge and guard.
+        had_node = self.node().snapshot_path.exists()
         if had_node:
             for change in self.node().stop():
                 print(f"restored: {change}")
