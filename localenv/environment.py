@@ -1,10 +1,10 @@
 """Bring the local environment up and down, and describe it.
 
-kwokctl (binary runtime, pointed at the locally built binaries) runs etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler. localenv itself runs the S3 endpoint (moto server), the
-release manifests' mirror, the Airflow deployment's database, the registry and the node ``kai-system``
-on which every real pod runs (CoreDNS, the runner pods, KAI, and what the pipeline's setup installs:
-KWOK's controller, kwok-operator, the fake GPU operator, the monitoring stack).
+The control plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler, which kwokctl
+runs: localenv.control_plane), the S3 endpoint (moto server), the release manifests' mirror, the
+Airflow deployment's database, the registry and the node ``kai-system`` on which every real pod runs
+(CoreDNS, the runner pods, KAI, and what the pipeline's setup installs: KWOK's controller,
+kwok-operator, the fake GPU operator, the monitoring stack).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ import yaml
 from kai_scale_model.node_pool import NODEPOOL_CRD
 from localenv import kai, manifest_mirror, pins, processes, settings
 from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
+from localenv.control_plane import ControlPlane
 from localenv.kai import BuiltImages
 from localenv.node import (
     COREDNS_IMAGE,
-    KUBERNETES_SERVICE_IP,
     PAUSE_IMAGE,
     SYSTEM_NODE_LABEL,
     SYSTEM_NODE_TAINT,
@@ -72,8 +72,6 @@ CHART_VALUES_DIR = Path(__file__).resolve().parents[1] / "include" / "manifests"
 CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
-# The cluster's NodePorts: Kubernetes' default range less its top, where kwokctl's components listen.
-NODE_PORT_RANGE = "30000-32699"
 # Processes localenv runs itself: the S3 endpoint and the manifest mirror over HTTP for the Airflow
 # deployment's worker pods (and the database, PostgresServer).
 OWN_COMPONENTS = ("s3", "mirror")
@@ -124,6 +122,14 @@ class LocalEnvironment:
         states.update(self.node().running())
         return states
 
+    def control_plane(self) -> ControlPlane:
+        """The control plane of this environment, which kwokctl runs."""
+        return ControlPlane(self.config)
+
+    def cluster_dir(self) -> Path:
+        """Kwokctl's directory of the cluster: its pki, logs, pids and configuration."""
+        return self.control_plane().cluster_dir
+
     def node(self) -> RealNode:
         """The real node ``kai-system`` of this environment."""
         config = self.config
@@ -134,7 +140,7 @@ class LocalEnvironment:
                 logs_dir=config.logs_dir,
                 run_dir=config.run_dir,
                 network=config.pod_network,
-                pki_dir=self.cluster_dir() / "pki",
+                pki_dir=self.control_plane().cluster_dir / "pki",
                 api_server_port=config.ports.kube_apiserver,
                 kubelet_port=config.ports.kubelet,
                 # What pods reach on this machine: S3, and for the Airflow deployment its database,
@@ -238,7 +244,7 @@ class LocalEnvironment:
         self.node().prepare_host()
         # It starts while the cluster does.
         self._start_own_components()
-        self._create_cluster()
+        self.control_plane().create()
         self._wait_for_own_components()
         self._write_manifest_mirror()
         self._start_node()
@@ -246,87 +252,6 @@ class LocalEnvironment:
         if node_count:
             self.scale_node_pool(node_count)
         print(f"local environment up in {time.monotonic() - started:.1f} s (state in {config.home})")
-
-    def _create_cluster(self) -> None:
-        config = self.config
-        kwokctl_config = config.home / "kwokctl.yaml"
-        options: dict[str, Any] = {
-            "bindAddress": "127.0.0.1",
-            "kubectlBinary": str(config.bin_dir / "kubectl"),
-        }
-        # One instance each, and nothing here restarts a process that exits (a real cluster's kubelet
-        # restarts its static pods): without an election to lose, they outlive an API server restart
-        # instead of exiting with it.
-        patches: list[dict[str, Any]] = [
-            {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
-            for name in ("kube-controller-manager", "kube-scheduler")
-        ]
-        gateway = str(self.node().config.network.gateway)
-        # Pods reach the API server through the kubernetes Service, whose address is in its certificate.
-        options["kubeApiserverCertSANs"] = [gateway, KUBERNETES_SERVICE_IP]
-        patches.append(
-            {
-                "name": "kube-apiserver",
-                "extraArgs": _api_server_args_for_the_node(gateway, self.cluster_dir()),
-            }
-        )
-        kwokctl_config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-                    "kind": "KwokctlConfiguration",
-                    "options": options,
-                    "componentsPatches": patches,
-                }
-            )
-        )
-        binary = config.bin_dir
-        argv = [
-            str(binary / "kwokctl"),
-            "create",
-            "cluster",
-            f"--name={settings.CLUSTER_NAME}",
-            "--runtime=binary",
-            f"--config={kwokctl_config}",
-            f"--kube-apiserver-binary={binary / 'kube-apiserver'}",
-            f"--kube-controller-manager-binary={binary / 'kube-controller-manager'}",
-            f"--kube-scheduler-binary={binary / 'kube-scheduler'}",
-            f"--kwok-controller-binary={binary / 'kwok'}",
-            f"--etcd-binary={binary / 'etcd'}",
-            f"--kube-apiserver-port={config.ports.kube_apiserver}",
-            # Scale tests measure the scheduler, not client-side rate limiters (default QPS 50).
-            "--disable-qps-limits",
-            f"--kubeconfig={config.kubeconfig}",
-            "--wait=90s",
-            # As on a real cluster, KWOK and the monitoring stack are missing until the pipeline's
-            # setup installs them, as pods on the node.
-            "--disable=kwok-controller",
-        ]
-        log_path = config.logs_dir / "kwokctl.log"
-        env = {
-            **_without_kubeconfig(os.environ),
-            "KWOK_WORKDIR": str(config.kwok_workdir),
-            "PATH": f"{binary}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-        with log_path.open("ab") as log:
-            result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
-        if result.returncode != 0:
-            raise ComponentError(
-                f"kwokctl could not create the cluster (exit {result.returncode}); see {log_path} "
-                f"and the component logs under {self.kept_cluster_logs_dir()}"
-            )
-
-    def cluster_dir(self) -> Path:
-        """Kwokctl's directory of the cluster: its pki, logs, pids and configuration."""
-        return self.config.kwok_workdir / "clusters" / settings.CLUSTER_NAME
-
-    def cluster_logs_dir(self) -> Path:
-        """Where kwokctl keeps the logs of the components it runs."""
-        return self.cluster_dir() / "logs"
-
-    def kept_cluster_logs_dir(self) -> Path:
-        """Where a failed start keeps a copy of them (kwokctl deletes its cluster's directory)."""
-        return self.config.logs_dir / "cluster"
 
     def _start_node(self) -> None:
         """The registry with the node's images and the charts, the node, the cluster DNS and KAI on it."""
@@ -504,9 +429,8 @@ class LocalEnvironment:
         ``keep_logs`` (after a failed start) keeps the logs, kwokctl's included, that the error names.
         """
         config = self.config
-        if keep_logs and self.cluster_logs_dir().exists():
-            # kwokctl deletes its cluster's directory, logs included.
-            shutil.copytree(self.cluster_logs_dir(), self.kept_cluster_logs_dir(), dirs_exist_ok=True)
+        if keep_logs:
+            self.control_plane().keep_logs()
         for name in reversed(OWN_COMPONENTS):
             processes.stop(name=name, run_dir=config.run_dir)
         # Its data directory is outside the state directory (PostgreSQL's user cannot enter root's home).
@@ -519,23 +443,7 @@ class LocalEnvironment:
             for change in self.node().stop():
                 print(f"restored: {change}")
             self.registry().stop()
-        kwokctl = config.bin_dir / "kwokctl"
-        if config.kwok_workdir.exists() and kwokctl.exists():
-            env = {**_without_kubeconfig(os.environ), "KWOK_WORKDIR": str(config.kwok_workdir)}
-            # Named explicitly: kwokctl removes the cluster's context from this file, and every
-            # environment's cluster has the same name.
-            subprocess.run(
-                [
-                    str(kwokctl),
-                    "delete",
-                    "cluster",
-                    f"--name={settings.CLUSTER_NAME}",
-                    f"--kubeconfig={config.kubeconfig}",
-                ],
-                env=env,
-                capture_output=True,
-                check=False,
-            )
+        self.control_plane().delete()
         # Anything still running from the state directory (a crashed start).
         for pid in processes.processes_under(str(config.home)):
             with suppress(ProcessLookupError):
@@ -664,33 +572,6 @@ def _remove_state(home: Path, *, keep: Path | None) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink()
-
-
-def _api_server_args_for_the_node(gateway: str, cluster_dir: Path) -> list[dict[str, str]]:
-    """What the API server needs so that the real node's pods, and the node's kubelet, work with it."""
-    pki = cluster_dir / "pki"
-    args = {
-        # Every address, so that pods reach it on the bridge; the guard lets only loopback and the
-        # bridge in. The kubernetes Service's endpoint is the bridge address.
-        "bind-address": "0.0.0.0",
-        "advertise-address": gateway,
-        # Logs, exec and port-forward reach the kubelet by its address, never a DNS lookup of its name.
-        "kubelet-preferred-address-types": "InternalIP",
-        # The kubelet authenticates the API server by the cluster's CA (no anonymous kubelet API).
-        "kubelet-client-certificate": str(pki / "admin.crt"),
-        "kubelet-client-key": str(pki / "admin.key"),
-        # kwokctl takes its components' ports (etcd, controller manager, scheduler) downward from 32767,
-        # where Kubernetes allocates dynamic NodePorts first. A NodePort on etcd's port broke the
-        # API server: while the Service had no endpoints, kube-proxy rejected that port on every
-        # local address, and a CRD installed then never got its connection to etcd.
-        "service-node-port-range": NODE_PORT_RANGE,
-    }
-    return [{"key": key, "value": value} for key, value in args.items()]
-
-
-def _without_kubeconfig(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment for kwokctl, without a KUBECONFIG that may belong to another environment."""
-    return {name: value for name, value in environ.items() if name != "KUBECONFIG"}
 
 
 def _kwok_module_dir() -> Path:
