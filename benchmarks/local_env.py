@@ -159,19 +159,15 @@ def main() -> None:
     configuration = client.Configuration()
     config.load_kube_config(str(environment.config.kubeconfig), client_configuration=configuration)
     core = client.CoreV1Api(client.ApiClient(configuration))
-    if environment.config.real_node:
-        starts = sorted(runner_pod_start_seconds(core))
-        rows.append(
-            (
-                "runner pod from creation to Running on kai-system (pull Always), 5 pods",
-                f"median {starts[len(starts) // 2]:.1f} s, max {starts[-1]:.1f} s",
-            )
+    starts = sorted(runner_pod_start_seconds(core))
+    rows.append(
+        (
+            "runner pod from creation to Running on kai-system (pull Always), 5 pods",
+            f"median {starts[len(starts) // 2]:.1f} s, max {starts[-1]:.1f} s",
         )
-    if environment.config.real_node:
-        install_kwok_and_kwok_operator(environment)
-    else:
-        rows.append(("nodes Ready", "not measured: kwok-operator's pod needs the real node"))
-    for count in options.nodes if environment.config.real_node else []:
+    )
+    install_kwok_and_kwok_operator(environment)
+    for count in options.nodes:
         rows.append(
             (
                 f"{count} nodes Ready after the NodePool is applied",

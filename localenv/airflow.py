@@ -122,8 +122,6 @@ class AirflowDeployment:
 
         Returns whether helm ran (False: the running release already had these inputs).
         """
-        if not self.config.real_node:
-            raise ComponentError("airflow: the deployment needs the real node (KAI_LOCALENV_REAL_NODE=1)")
         self.overrides = overrides or Overrides()
         image = self.environment.built_images().airflow_image
         generated = self._write_machine_values(image, self.overrides)

@@ -121,8 +121,9 @@ build_etcd() {
 }
 
 # Prometheus 2.x, the release kube-prometheus-stack runs (localenv/pins.py): localenv/images.sh makes
-# the chart's Prometheus image from these binaries, and without the real node kwokctl runs it. Built in its own module (go install refuses its replace directives) with upstream's
-# build tags less builtinassets: the web UI's assets are built by npm and not in the module.
+# the chart's Prometheus image from these binaries. Built in its own module (go install refuses its
+# replace directives) with upstream's build tags less builtinassets: the web UI's assets are built by
+# npm and not in the module.
 build_prometheus() {
   # Seen by prometheus_in_its_module, which cached_build calls.
   local dir PROMETHEUS_VERSION

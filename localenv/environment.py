@@ -1,10 +1,10 @@
 """Bring the local environment up and down, and describe it.
 
-kwokctl (binary runtime, pointed at the locally built binaries) runs etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler. localenv itself runs the S3 endpoint (moto server) and,
-with ``real_node``, the registry and the node ``kai-system`` on which every real pod runs (CoreDNS, the
-runner pods, KAI, and what the pipeline's setup installs: KWOK's controller, kwok-operator, the fake GPU
-operator, the monitoring stack). Without the node, kwokctl also runs KWOK's controller and Prometheus.
+The control plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler, which kwokctl
+runs: localenv.control_plane), the S3 endpoint (moto server), the release manifests' mirror, the
+Airflow deployment's database, the registry and the node ``kai-system`` on which every real pod runs
+(CoreDNS, the runner pods, KAI, and what the pipeline's setup installs: KWOK's controller,
+kwok-operator, the fake GPU operator, the monitoring stack).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ import yaml
 from kai_scale_model.node_pool import NODEPOOL_CRD
 from localenv import kai, manifest_mirror, pins, processes, settings
 from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
+from localenv.control_plane import ControlPlane
 from localenv.kai import BuiltImages
 from localenv.node import (
     COREDNS_IMAGE,
-    KUBERNETES_SERVICE_IP,
     PAUSE_IMAGE,
     SYSTEM_NODE_LABEL,
     SYSTEM_NODE_TAINT,
@@ -44,16 +44,17 @@ from localenv.registry import LocalRegistry, StaticImage
 from localenv.settings import Settings
 
 BINARIES = (
+    # kwokctl, the control plane it runs, and kubectl.
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
     "kubectl",
     "etcd",
-    "prometheus",
-    "kwok",
     "kwokctl",
-)
-NODE_BINARIES = (
+    # Made into images: KWOK's controller (by up) and the monitoring chart's Prometheus (by images.sh).
+    "kwok",
+    "prometheus",
+    # The node, and the registry and crane that serve and pack its images.
     "kubelet",
     "kube-proxy",
     "containerd",
@@ -65,23 +66,14 @@ NODE_BINARIES = (
     "images/pause",
     "images/coredns",
 )
-# The stages KAI's setup leaves in place: the fast ones, without pod-complete (pods run until deleted).
-STAGE_FILES = (
-    "node/fast/node-initialize.yaml",
-    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
-    "pod/fast/pod-ready.yaml",
-    "pod/fast/pod-delete.yaml",
-)
 MANIFESTS = Path(__file__).with_name("manifests")
 # The deployment's chart values (KAI_SCALE_CHART_VALUES_PROFILE): what is not built here is off.
 CHART_VALUES_DIR = Path(__file__).resolve().parents[1] / "include" / "manifests" / "chart-values"
 CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
-# The cluster's NodePorts: Kubernetes' default range less its top, where kwokctl's components listen.
-NODE_PORT_RANGE = "30000-32699"
-# Processes localenv runs itself, in start order: the S3 endpoint; with the node, the manifest mirror
-# over HTTP for the Airflow deployment's worker pods (and the database, PostgresServer).
+# Processes localenv runs itself: the S3 endpoint and the manifest mirror over HTTP for the Airflow
+# deployment's worker pods (and the database, PostgresServer).
 OWN_COMPONENTS = ("s3", "mirror")
 UP_TIMEOUT_SECONDS = 120
 
@@ -122,16 +114,21 @@ class LocalEnvironment:
     def component_states(self) -> dict[str, bool]:
         """Each component and whether it is running."""
         states = {"kube-apiserver": self.api_ready()}
-        if not self.config.real_node:
-            states["prometheus"] = processes.port_in_use(self.config.ports.prometheus)
-        for name in self._own_components():
+        for name in OWN_COMPONENTS:
             states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
-        if self.config.real_node:
-            states["postgres"] = self.postgres().running()
-            states["pod network guard"] = self.config.pod_network.guard_installed()
-            states["registry"] = self.registry().running()
-            states.update(self.node().running())
+        states["postgres"] = self.postgres().running()
+        states["pod network guard"] = self.config.pod_network.guard_installed()
+        states["registry"] = self.registry().running()
+        states.update(self.node().running())
         return states
+
+    def control_plane(self) -> ControlPlane:
+        """The control plane of this environment, which kwokctl runs."""
+        return ControlPlane(self.config)
+
+    def cluster_dir(self) -> Path:
+        """Kwokctl's directory of the cluster: its pki, logs, pids and configuration."""
+        return self.control_plane().cluster_dir
 
     def node(self) -> RealNode:
         """The real node ``kai-system`` of this environment."""
@@ -143,7 +140,7 @@ class LocalEnvironment:
                 logs_dir=config.logs_dir,
                 run_dir=config.run_dir,
                 network=config.pod_network,
-                pki_dir=self.cluster_dir() / "pki",
+                pki_dir=self.control_plane().cluster_dir / "pki",
                 api_server_port=config.ports.kube_apiserver,
                 kubelet_port=config.ports.kubelet,
                 # What pods reach on this machine: S3, and for the Airflow deployment its database,
@@ -173,7 +170,7 @@ class LocalEnvironment:
         )
 
     def postgres(self) -> PostgresServer:
-        """The Airflow deployment's metadata database (with the real node)."""
+        """The Airflow deployment's metadata database."""
         config = self.config
         return PostgresServer(
             data_dir=data_dir_for(config.home),
@@ -182,9 +179,6 @@ class LocalEnvironment:
             logs_dir=config.logs_dir,
             run_dir=config.run_dir,
         )
-
-    def _own_components(self) -> tuple[str, ...]:
-        return OWN_COMPONENTS if self.config.real_node else OWN_COMPONENTS[:1]
 
     def is_up(self) -> bool:
         """Whether every component runs."""
@@ -205,9 +199,8 @@ class LocalEnvironment:
             )
         if up:
             self._write_manifest_mirror()
-            if self.config.real_node:
-                # The sources may have changed since it started: images.sh rebuilds only what did.
-                self._install_from_source(self.registry())
+            # The sources may have changed since it started: images.sh rebuilds only what did.
+            self._install_from_source(self.registry())
             if node_count:
                 self.scale_node_pool(node_count)
             print(f"local environment already running (state in {self.config.home})")
@@ -223,8 +216,7 @@ class LocalEnvironment:
             raise
 
     def _check_binaries(self) -> None:
-        needed = BINARIES + (NODE_BINARIES if self.config.real_node else ())
-        missing = [name for name in needed if not os.access(self.config.bin_dir / name, os.X_OK)]
+        missing = [name for name in BINARIES if not os.access(self.config.bin_dir / name, os.X_OK)]
         if missing:
             raise ComponentError(
                 f"missing binaries in {self.config.bin_dir}: {', '.join(missing)}; "
@@ -248,117 +240,18 @@ class LocalEnvironment:
         config = self.config
         for directory in (config.logs_dir, config.run_dir, config.kwok_workdir):
             directory.mkdir(parents=True, exist_ok=True)
-        if config.real_node:
-            # Before the API server binds every address and before any pod: the guard, then the bridge.
-            self.node().prepare_host()
+        # Before the API server binds every address and before any pod: the guard, then the bridge.
+        self.node().prepare_host()
         # It starts while the cluster does.
         self._start_own_components()
-        self._create_cluster()
+        self.control_plane().create()
         self._wait_for_own_components()
         self._write_manifest_mirror()
-        if config.real_node:
-            self._start_node()
-        else:
-            self.kubectl("apply", "-f", "-", input_text=self._stages())
+        self._start_node()
         self._create_bucket()
         if node_count:
             self.scale_node_pool(node_count)
         print(f"local environment up in {time.monotonic() - started:.1f} s (state in {config.home})")
-
-    def _create_cluster(self) -> None:
-        config = self.config
-        kwokctl_config = config.home / "kwokctl.yaml"
-        options: dict[str, Any] = {
-            "bindAddress": "127.0.0.1",
-            "kubectlBinary": str(config.bin_dir / "kubectl"),
-        }
-        # One instance each, and nothing here restarts a process that exits (a real cluster's kubelet
-        # restarts its static pods): without an election to lose, they outlive an API server restart
-        # instead of exiting with it.
-        patches: list[dict[str, Any]] = [
-            {"name": name, "extraArgs": [{"key": "leader-elect", "value": "false"}]}
-            for name in ("kube-controller-manager", "kube-scheduler")
-        ]
-        if config.real_node:
-            gateway = str(self.node().config.network.gateway)
-            # Pods reach the API server through the kubernetes Service, whose address is in its certificate.
-            options["kubeApiserverCertSANs"] = [gateway, KUBERNETES_SERVICE_IP]
-            patches.append(
-                {
-                    "name": "kube-apiserver",
-                    "extraArgs": _api_server_args_for_the_node(gateway, self.cluster_dir()),
-                }
-            )
-        kwokctl_config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-                    "kind": "KwokctlConfiguration",
-                    "options": options,
-                    "componentsPatches": patches,
-                }
-            )
-        )
-        binary = config.bin_dir
-        argv = [
-            str(binary / "kwokctl"),
-            "create",
-            "cluster",
-            f"--name={settings.CLUSTER_NAME}",
-            "--runtime=binary",
-            f"--config={kwokctl_config}",
-            f"--kube-apiserver-binary={binary / 'kube-apiserver'}",
-            f"--kube-controller-manager-binary={binary / 'kube-controller-manager'}",
-            f"--kube-scheduler-binary={binary / 'kube-scheduler'}",
-            f"--kwok-controller-binary={binary / 'kwok'}",
-            f"--etcd-binary={binary / 'etcd'}",
-            f"--kube-apiserver-port={config.ports.kube_apiserver}",
-            # Scale tests measure the scheduler, not client-side rate limiters (default QPS 50).
-            "--disable-qps-limits",
-            f"--kubeconfig={config.kubeconfig}",
-            "--wait=90s",
-        ]
-        if config.real_node:
-            # As on a real cluster, KWOK and the monitoring stack are missing until the pipeline's
-            # setup installs them, as pods on the node. (kwokctl's Prometheus would scrape its kwok.)
-            argv.append("--disable=kwok-controller")
-        else:
-            # No node for their pods: kwokctl runs KWOK's controller and a Prometheus that scrapes the
-            # control plane, and `up` applies the stages.
-            argv += [
-                f"--prometheus-binary={binary / 'prometheus'}",
-                f"--prometheus-port={config.ports.prometheus}",
-                f"--controller-port={config.ports.kwok_controller}",
-                "--enable-crds=Stage",
-                # As kwok's release configures it: only the NodePool's nodes are simulated.
-                "--extra-args=kwok-controller=manage-all-nodes=false",
-                "--extra-args=kwok-controller=manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-            ]
-        log_path = config.logs_dir / "kwokctl.log"
-        env = {
-            **_without_kubeconfig(os.environ),
-            "KWOK_WORKDIR": str(config.kwok_workdir),
-            "PATH": f"{binary}{os.pathsep}{os.environ.get('PATH', '')}",
-        }
-        with log_path.open("ab") as log:
-            result = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
-        if result.returncode != 0:
-            raise ComponentError(
-                f"kwokctl could not create the cluster (exit {result.returncode}); see {log_path} "
-                f"and the component logs under {self.kept_cluster_logs_dir()}"
-            )
-
-    def cluster_dir(self) -> Path:
-        """Kwokctl's directory of the cluster: its pki, logs, pids and configuration."""
-        return self.config.kwok_workdir / "clusters" / settings.CLUSTER_NAME
-
-    def cluster_logs_dir(self) -> Path:
-        """Where kwokctl keeps the logs of the components it runs."""
-        return self.cluster_dir() / "logs"
-
-    def kept_cluster_logs_dir(self) -> Path:
-        """Where a failed start keeps a copy of them (kwokctl deletes its cluster's directory)."""
-        return self.config.logs_dir / "cluster"
 
     def _start_node(self) -> None:
         """The registry with the node's images and the charts, the node, the cluster DNS and KAI on it."""
@@ -437,32 +330,21 @@ class LocalEnvironment:
             kubectl=self.kubectl,
         )
 
-    def _stages(self) -> str:
-        module = _kwok_module_dir()
-        documents = []
-        for relative in STAGE_FILES:
-            path = module / "kustomize" / "stage" / relative
-            if not path.exists():
-                raise ComponentError(f"kwok stage {path} not found; rebuild with `make local-deps`")
-            documents.append(path.read_text())
-        return "\n---\n".join(documents)
-
     def _start_own_components(self) -> None:
-        """Start the S3 endpoint (localenv.s3_server); with the node, the manifest mirror and the database."""
+        """Start the manifest mirror, the database and the S3 endpoint (localenv.s3_server)."""
         config = self.config
-        if config.real_node:
-            config.mirror_dir.mkdir(parents=True, exist_ok=True)
-            mirror = [_python(), "-m", "http.server", str(config.ports.mirror), "--bind", "0.0.0.0"]
-            mirror += ["--directory", str(config.mirror_dir)]
-            processes.start(name="mirror", argv=mirror, log_dir=config.logs_dir, run_dir=config.run_dir)
-            self.postgres().start()
+        config.mirror_dir.mkdir(parents=True, exist_ok=True)
+        mirror = [_python(), "-m", "http.server", str(config.ports.mirror), "--bind", "0.0.0.0"]
+        mirror += ["--directory", str(config.mirror_dir)]
+        processes.start(name="mirror", argv=mirror, log_dir=config.logs_dir, run_dir=config.run_dir)
+        self.postgres().start()
         argv = [
             _python(),
             "-m",
             "localenv.s3_server",
             "--host",
             # Every address, for the runner pods on the bridge; the guard lets only lo and the bridge in.
-            "0.0.0.0" if config.real_node else "127.0.0.1",
+            "0.0.0.0",
             "--port",
             str(config.ports.s3),
         ]
@@ -547,36 +429,21 @@ class LocalEnvironment:
         ``keep_logs`` (after a failed start) keeps the logs, kwokctl's included, that the error names.
         """
         config = self.config
-        if keep_logs and self.cluster_logs_dir().exists():
-            # kwokctl deletes its cluster's directory, logs included.
-            shutil.copytree(self.cluster_logs_dir(), self.kept_cluster_logs_dir(), dirs_exist_ok=True)
+        if keep_logs:
+            self.control_plane().keep_logs()
         for name in reversed(OWN_COMPONENTS):
             processes.stop(name=name, run_dir=config.run_dir)
         # Its data directory is outside the state directory (PostgreSQL's user cannot enter root's home).
         self.postgres().remove()
-        # What up did, not what the setting says now: the node left its snapshot if it started.
-        had_node = config.real_node or self.node().snapshot_path.exists()
+        # What up did: the node's preparation saves its snapshot before it changes the machine. Without
+        # it, a bridge or guard of the same name is another environment's (one node per machine), and
+        # stopping the node would take that one's pods, rules, bridge and guard.
+        had_node = self.node().snapshot_path.exists()
         if had_node:
             for change in self.node().stop():
                 print(f"restored: {change}")
             self.registry().stop()
-        kwokctl = config.bin_dir / "kwokctl"
-        if config.kwok_workdir.exists() and kwokctl.exists():
-            env = {**_without_kubeconfig(os.environ), "KWOK_WORKDIR": str(config.kwok_workdir)}
-            # Named explicitly: kwokctl removes the cluster's context from this file, and every
-            # environment's cluster has the same name.
-            subprocess.run(
-                [
-                    str(kwokctl),
-                    "delete",
-                    "cluster",
-                    f"--name={settings.CLUSTER_NAME}",
-                    f"--kubeconfig={config.kubeconfig}",
-                ],
-                env=env,
-                capture_output=True,
-                check=False,
-            )
+        self.control_plane().delete()
         # Anything still running from the state directory (a crashed start).
         for pid in processes.processes_under(str(config.home)):
             with suppress(ProcessLookupError):
@@ -611,11 +478,8 @@ class LocalEnvironment:
             "conn_type": "kubernetes",
             "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
         }
-        # With the node, the pipeline's Prometheus is the one its setup installs (kube-prometheus-stack);
-        # without it, kwokctl's, which scrapes the control plane.
-        prometheus_url = urllib.parse.urlsplit(
-            self.monitoring_prometheus_url() if config.real_node else config.prometheus_url
-        )
+        # The pipeline's Prometheus is the one its setup installs (kube-prometheus-stack).
+        prometheus_url = urllib.parse.urlsplit(self.monitoring_prometheus_url())
         prometheus_connection = {
             "conn_type": "prometheus",
             "host": prometheus_url.hostname,
@@ -638,19 +502,14 @@ class LocalEnvironment:
             # KAI at sizes that fit this environment's one 2-CPU node (include/manifests/kai-tuning/).
             "KAI_SCALE_KAI_TUNING_PROFILE": "local",
         }
-        if config.real_node:
-            # The pipeline's pods go where a cluster's system pods go: onto the tainted system node.
-            taint = SYSTEM_NODE_TAINT
-            exports["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
-            exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
-            # The worker has helm, as the Airflow image does.
-            exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-            # The monitoring chart without what is not built here (Pyroscope off), its Prometheus on a
-            # NodePort.
-            exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
-        else:
-            # No node for the monitoring stack's pods: kwokctl's Prometheus is the cluster's.
-            exports["KAI_SCALE_SKIP_INSTALLS"] = "kube-prometheus-stack,pyroscope"
+        # The pipeline's pods go where a cluster's system pods go: onto the tainted system node.
+        taint = SYSTEM_NODE_TAINT
+        exports["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
+        exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
+        # The worker has helm, as the Airflow image does.
+        exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+        # The monitoring chart without what is not built here (Pyroscope off), its Prometheus on a NodePort.
+        exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
         # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
         exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
         return exports
@@ -667,9 +526,9 @@ class LocalEnvironment:
     def source_mirrors(self, *, for_pods: bool = False) -> list[dict[str, Any]]:
         """The mirrors of what the setup installs (``KAI_SCALE_SOURCE_MIRRORS``).
 
-        The release manifests from the disk, and (with the real node) the charts' OCI registries from
-        the local registry, where charts.py pushes them. ``for_pods``: as the Airflow deployment's
-        worker pods reach them, on the pod bridge: the manifests over HTTP (the mirror component).
+        The release manifests from the disk, and the charts' OCI registries from the local registry,
+        where charts.py pushes them. ``for_pods``: as the Airflow deployment's worker pods reach them,
+        on the pod bridge: the manifests over HTTP (the mirror component).
         """
         config = self.config
         mirrors: list[dict[str, Any]]
@@ -680,11 +539,10 @@ class LocalEnvironment:
         else:
             mirrors = [manifest_mirror.mirror_rule(config.mirror_dir)]
             registry = self.registry().address
-        if config.real_node:
-            mirrors += [
-                {"upstream": f"oci://{name}/", "mirror": f"oci://{registry}/{name}/", "plain_http": True}
-                for name in CHART_REGISTRIES
-            ]
+        mirrors += [
+            {"upstream": f"oci://{name}/", "mirror": f"oci://{registry}/{name}/", "plain_http": True}
+            for name in CHART_REGISTRIES
+        ]
         return mirrors
 
 
@@ -714,33 +572,6 @@ def _remove_state(home: Path, *, keep: Path | None) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink()
-
-
-def _api_server_args_for_the_node(gateway: str, cluster_dir: Path) -> list[dict[str, str]]:
-    """What the API server needs so that the real node's pods, and the node's kubelet, work with it."""
-    pki = cluster_dir / "pki"
-    args = {
-        # Every address, so that pods reach it on the bridge; the guard lets only loopback and the
-        # bridge in. The kubernetes Service's endpoint is the bridge address.
-        "bind-address": "0.0.0.0",
-        "advertise-address": gateway,
-        # Logs, exec and port-forward reach the kubelet by its address, never a DNS lookup of its name.
-        "kubelet-preferred-address-types": "InternalIP",
-        # The kubelet authenticates the API server by the cluster's CA (no anonymous kubelet API).
-        "kubelet-client-certificate": str(pki / "admin.crt"),
-        "kubelet-client-key": str(pki / "admin.key"),
-        # kwokctl takes its components' ports (etcd, controller manager, scheduler) downward from 32767,
-        # where Kubernetes allocates dynamic NodePorts first. A NodePort on etcd's port broke the
-        # API server: while the Service had no endpoints, kube-proxy rejected that port on every
-        # local address, and a CRD installed then never got its connection to etcd.
-        "service-node-port-range": NODE_PORT_RANGE,
-    }
-    return [{"key": key, "value": value} for key, value in args.items()]
-
-
-def _without_kubeconfig(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment for kwokctl, without a KUBECONFIG that may belong to another environment."""
-    return {name: value for name, value in environ.items() if name != "KUBECONFIG"}
 
 
 def _kwok_module_dir() -> Path:

@@ -105,7 +105,7 @@ class RealNode:
             raise processes.ComponentError(
                 f"bridge {config.network.bridge} exists but is not this environment's: another local "
                 "environment's node runs on this machine (one per machine); stop it with its "
-                "`make local-down`, or start this one with KAI_LOCALENV_REAL_NODE=0"
+                "`make local-down`"
             )
         config.state_dir.mkdir(parents=True, exist_ok=True)
         if not self.snapshot_path.exists():

@@ -24,9 +24,8 @@ INSTALLS = Path(__file__).resolve().parents[1] / "include" / INSTALLS_FILE
 # semantic version); the module proxy serves it only without the checksum database's check.
 KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"
 KWOK_OPERATOR_MODULE_VERSION = "v0.0.0-20240926063032-05b6364bc7c7"
-# Prometheus 2.x, the release kube-prometheus-stack runs: build.sh builds its binaries (kwokctl runs
-# them too), images.sh makes the chart's Prometheus image of them. Its module's version is v0.X.Y for
-# release 2.X.Y.
+# Prometheus 2.x, the release kube-prometheus-stack runs: build.sh builds its binaries, images.sh makes
+# the chart's Prometheus image of them. Its module's version is v0.X.Y for release 2.X.Y.
 PROMETHEUS_VERSION = "v2.54.1"
 
 

@@ -35,10 +35,6 @@ class Ports:
 
     kube_apiserver: int
     """kube-apiserver (HTTPS)."""
-    kwok_controller: int
-    """kwok's kubelet API and /metrics, when kwokctl runs it (without the real node)."""
-    prometheus: int
-    """kwokctl's Prometheus web API (without the real node)."""
     s3: int
     """The S3 endpoint (moto server, HTTP)."""
     kubelet: int = 10250
@@ -46,9 +42,9 @@ class Ports:
     registry: int = 25000
     """The local OCI registry (HTTP) that serves the node's images and the charts."""
     postgres: int = 25432
-    """The Airflow deployment's metadata database (PostgreSQL), with the real node."""
+    """The Airflow deployment's metadata database (PostgreSQL)."""
     mirror: int = 28080
-    """The release manifests' mirror over HTTP (for the deployment's worker pods), with the real node."""
+    """The release manifests' mirror over HTTP (for the deployment's worker pods)."""
     alert_mail: int = 25025
     """An alert receiver's SMTP server on the pod bridge's address: a team's mail relay stands here.
 
@@ -63,8 +59,6 @@ class Ports:
         """Read the ports, each overridable by ``KAI_LOCALENV_<NAME>_PORT``."""
         return cls(
             kube_apiserver=_port("KUBE_APISERVER", 26443),
-            kwok_controller=_port("KWOK_CONTROLLER", 20247),
-            prometheus=_port("PROMETHEUS", 29090),
             s3=_port("S3", 29000),
             kubelet=_port("KUBELET", 10250),
             registry=_port("REGISTRY", 25000),
@@ -78,8 +72,6 @@ class Ports:
         """Each port keyed by the component that listens on it, for error messages."""
         return {
             "kube-apiserver": self.kube_apiserver,
-            "kwok-controller": self.kwok_controller,
-            "prometheus": self.prometheus,
             "s3 (moto)": self.s3,
             "registry": self.registry,
             "postgres": self.postgres,
@@ -99,13 +91,8 @@ class Settings:
     """Directory of the binaries built by localenv/build.sh."""
     ports: Ports
     """The servers' ports."""
-    real_node: bool = True
-    """Run the real node ``kai-system`` (one per machine: its kube-proxy owns the host's iptables).
-
-    A second environment beside the session's one, in the lifecycle tests, runs without it.
-    """
-    kai: bool = False
-    """Install KAI, built from source (``KAI_LOCALENV_KAI``; by default wherever the real node runs)."""
+    kai: bool = True
+    """Install KAI, built from source, on the node (``KAI_LOCALENV_KAI``)."""
     pod_subnet: ipaddress.IPv4Network = DEFAULT_POD_SUBNET
     """The pod network the environment creates on this machine (``KAI_LOCALENV_POD_SUBNET``)."""
     pod_bridge: str = "kaiscale0"
@@ -124,21 +111,13 @@ class Settings:
         except ValueError as error:
             message = f"KAI_LOCALENV_POD_SUBNET must be an IPv4 subnet such as 10.244.0.0/24: {error}"
             raise ValueError(message) from None
-        real_node = os.environ.get("KAI_LOCALENV_REAL_NODE", "1")
-        if real_node not in {"0", "1"}:
-            raise ValueError(f"KAI_LOCALENV_REAL_NODE must be 1 (the default) or 0, got {real_node!r}")
-        kai = os.environ.get("KAI_LOCALENV_KAI", real_node)
+        kai = os.environ.get("KAI_LOCALENV_KAI", "1")
         if kai not in {"0", "1"}:
-            raise ValueError(f"KAI_LOCALENV_KAI must be 1 (the default with the real node) or 0, got {kai!r}")
-        if kai == "1" and real_node == "0":
-            raise ValueError(
-                "KAI_LOCALENV_KAI=1 needs the real node (KAI_LOCALENV_REAL_NODE=1): KAI's pods run there"
-            )
+            raise ValueError(f"KAI_LOCALENV_KAI must be 1 (the default) or 0, got {kai!r}")
         return cls(
             home=home,
             bin_dir=cache / "bin" / "current",
             ports=Ports.from_environment(),
-            real_node=real_node == "1",
             kai=kai == "1",
             pod_subnet=pod_subnet,
         )
@@ -183,11 +162,6 @@ class Settings:
         return f"https://127.0.0.1:{self.ports.kube_apiserver}"
 
     @property
-    def prometheus_url(self) -> str:
-        """The URL of kwokctl's Prometheus (without the real node)."""
-        return f"http://127.0.0.1:{self.ports.prometheus}"
-
-    @property
     def pod_network(self) -> PodNetwork:
         """The real node's pod network."""
         return PodNetwork(bridge=self.pod_bridge, subnet=self.pod_subnet)
@@ -198,7 +172,7 @@ class Settings:
 
         Runner pods upload to URLs presigned for this host, so it must be one they reach.
         """
-        return str(self.pod_network.gateway) if self.real_node else "127.0.0.1"
+        return str(self.pod_network.gateway)
 
     @property
     def s3_endpoint_url(self) -> str:
@@ -206,17 +180,9 @@ class Settings:
         return f"http://{self.s3_host}:{self.ports.s3}"
 
     def own_ports(self) -> dict[str, int]:
-        """The ports this environment listens on, by component.
-
-        With the node: the registry, the Airflow deployment's database and the manifest mirror. Without
-        it: kwokctl's kwok-controller and Prometheus (with the node, the pipeline's setup installs them
-        as pods).
-        """
+        """The ports this environment listens on, by component."""
         ports = self.ports.by_component()
         del ports["alert mail"], ports["alert webhook"]  # the alert receivers': see Ports
-        with_node_only = ("registry", "postgres", "manifest mirror")
-        for name in ("kwok-controller", "prometheus") if self.real_node else with_node_only:
-            del ports[name]
         return ports
 
     @property

@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from localenv.environment import LocalEnvironment
 from tests.conftest import REPO
-from tests.waiting import free_ports
 
 BENCHMARKS = REPO / "benchmarks"
 
@@ -87,28 +85,6 @@ def test_load_generator(local_env: LocalEnvironment) -> None:
         # As prepared_cluster left it: no pool.
         local_env.kubectl("delete", "nodepool", "managed-nodepool", "--ignore-not-found", "--wait=true")
     assert "pods (2 nodes)" in output
-
-
-def test_local_env_in_an_environment_of_its_own(tmp_path: Path) -> None:
-    ports = dict(
-        zip(
-            ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3"),
-            free_ports(4),
-            strict=True,
-        )
-    )
-    # Without a real node: the session's environment has the machine's one.
-    env = {"KAI_LOCALENV_HOME": str(tmp_path / "bench-env"), "KAI_LOCALENV_REAL_NODE": "0"} | {
-        f"KAI_LOCALENV_{name}_PORT": str(port) for name, port in ports.items()
-    }
-    try:
-        output = _run("local_env.py", "--nodes", "1", env=env)
-    finally:
-        subprocess.run(
-            [sys.executable, "-m", "localenv", "down"], env={**os.environ, **env}, cwd=REPO, check=True
-        )
-    assert "warm `local-up`" in output
-    assert "| nodes Ready | not measured: kwok-operator's pod needs the real node |" in output
 
 
 @pytest.mark.restarts_local_env

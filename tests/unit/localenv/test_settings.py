@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -19,8 +20,8 @@ def test_the_default_ports_are_outside_the_ephemeral_and_node_port_ranges(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Inside this machine's ephemeral range, a client connection may hold a server's port."""
-    for name in ("KUBE_APISERVER", "KWOK_CONTROLLER", "PROMETHEUS", "S3", "KUBELET", "REGISTRY"):
-        monkeypatch.delenv(f"KAI_LOCALENV_{name}_PORT", raising=False)
+    for field in dataclasses.fields(Ports):
+        monkeypatch.delenv(f"KAI_LOCALENV_{field.name.upper()}_PORT", raising=False)
     low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
     node_ports = range(30000, 32768)
     for component, port in Ports.from_environment().by_component().items():
@@ -30,8 +31,8 @@ def test_the_default_ports_are_outside_the_ephemeral_and_node_port_ranges(
 
 @pytest.mark.parametrize("value", ["abc", "0", "70000", "-1"])
 def test_bad_port_names_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv("KAI_LOCALENV_PROMETHEUS_PORT", value)
-    with pytest.raises(ValueError, match=r"KAI_LOCALENV_PROMETHEUS_PORT must be a TCP port number"):
+    monkeypatch.setenv("KAI_LOCALENV_REGISTRY_PORT", value)
+    with pytest.raises(ValueError, match=r"KAI_LOCALENV_REGISTRY_PORT must be a TCP port number"):
         Ports.from_environment()
 
 
@@ -45,40 +46,25 @@ def test_the_s3_endpoint_is_where_the_runner_pods_reach_it(monkeypatch: pytest.M
     monkeypatch.setenv("KAI_LOCALENV_POD_SUBNET", "10.99.0.0/24")
     config = Settings.from_environment()
     assert config.s3_endpoint_url == f"http://10.99.0.1:{config.ports.s3}", "the bridge's address"
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
-    config = Settings.from_environment()
-    assert config.s3_endpoint_url == f"http://127.0.0.1:{config.ports.s3}", "no pods, no bridge"
 
 
-def test_the_real_node_and_its_network_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    config = Settings.from_environment()
-    assert (config.real_node, str(config.pod_subnet)) == (True, "10.244.0.0/24")
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
+def test_the_pod_network_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAI_LOCALENV_POD_SUBNET", raising=False)
+    assert str(Settings.from_environment().pod_subnet) == "10.244.0.0/24"
     monkeypatch.setenv("KAI_LOCALENV_POD_SUBNET", "10.99.0.0/24")
-    config = Settings.from_environment()
-    assert (config.real_node, str(config.pod_subnet)) == (False, "10.99.0.0/24")
+    assert str(Settings.from_environment().pod_subnet) == "10.99.0.0/24"
 
 
-def test_kai_is_installed_wherever_the_real_node_runs_unless_turned_off(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_kai_is_installed_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAI_LOCALENV_KAI", raising=False)
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "1")
     assert Settings.from_environment().kai
     monkeypatch.setenv("KAI_LOCALENV_KAI", "0")
     assert not Settings.from_environment().kai
-    monkeypatch.delenv("KAI_LOCALENV_KAI")
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
-    assert not Settings.from_environment().kai, "without the node nothing could run KAI's pods"
-    monkeypatch.setenv("KAI_LOCALENV_KAI", "1")
-    with pytest.raises(ValueError, match=r"KAI_LOCALENV_KAI=1 needs the real node"):
-        Settings.from_environment()
 
 
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("KAI_LOCALENV_REAL_NODE", "yes", "must be 1 .* or 0"),
         ("KAI_LOCALENV_KAI", "on", "must be 1 .* or 0"),
         ("KAI_LOCALENV_POD_SUBNET", "10.244.0.1/24", "must be an IPv4 subnet"),
         ("KAI_LOCALENV_POD_SUBNET", "fd00::/64", "must be an IPv4 subnet"),
@@ -92,19 +78,17 @@ def test_bad_node_settings_name_the_variable(
         Settings.from_environment()
 
 
-@pytest.mark.parametrize("real_node", ["1", "0"])
-def test_the_local_deployment_tunes_kai_to_its_size(monkeypatch: pytest.MonkeyPatch, real_node: str) -> None:
+def test_the_local_deployment_tunes_kai_to_its_size() -> None:
     """Its one node has 2 CPUs: the scale profile's scheduler alone requests 3."""
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", real_node)
     exports = LocalEnvironment(Settings.from_environment()).exports()
     assert exports["KAI_SCALE_KAI_TUNING_PROFILE"] == "local"
     assert (REPO / "include" / "manifests" / "kai-tuning" / "local.yaml").is_file()
 
 
-def test_with_the_node_the_pipeline_installs_the_monitoring_stack_and_reads_its_prometheus(
+def test_the_pipeline_installs_the_monitoring_stack_and_reads_its_prometheus(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "1")
+    monkeypatch.delenv("KAI_LOCALENV_POD_SUBNET", raising=False)
     exports = LocalEnvironment(Settings.from_environment()).exports()
     assert "KAI_SCALE_SKIP_INSTALLS" not in exports, "Pyroscope is off by the values profile, not skipped"
     assert exports["KAI_SCALE_CHART_VALUES_PROFILE"] == "local"
@@ -112,11 +96,3 @@ def test_with_the_node_the_pipeline_installs_the_monitoring_stack_and_reads_its_
     assert exports["PROMETHEUS_URL"] == "http://10.244.0.1:30090"
     connection = json.loads(exports["AIRFLOW_CONN_PROMETHEUS_DEFAULT"])
     assert (connection["host"], connection["port"]) == ("10.244.0.1", 30090)
-
-
-def test_without_the_node_kwokctls_prometheus_is_the_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KAI_LOCALENV_REAL_NODE", "0")
-    exports = LocalEnvironment(Settings.from_environment()).exports()
-    assert exports["KAI_SCALE_SKIP_INSTALLS"] == "kube-prometheus-stack,pyroscope"
-    assert "KAI_SCALE_CHART_VALUES_PROFILE" not in exports
-    assert exports["PROMETHEUS_URL"] == "http://127.0.0.1:29090"
