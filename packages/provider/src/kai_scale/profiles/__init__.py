@@ -1,0 +1,1 @@
+"""The scheduler's pprof profiles: decoding them (``pprof``) and summarising them (``summary``). Pure."""

@@ -1,0 +1,3 @@
+module kai-scale-pipeline/pprof-fixture
+
+go 1.22
