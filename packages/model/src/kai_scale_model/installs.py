@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from kai_scale_model.validation import problems
+from kai_scale_model.validation import StrictModel, problems
 
 INSTALLS_FILE = Path("manifests") / "installs.yaml"
 """Where it lives, under the ``include/`` directory."""
@@ -21,11 +21,7 @@ class InstallsError(ValueError):
     """An installs file that cannot be used; the message names the file and the field."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ReleaseInstall(_Strict):
+class ReleaseInstall(StrictModel):
     """A release installed from its release manifests, applied from their URLs."""
 
     version: str = Field(description="the release, as its publisher names it (``v0.8.0``, ``1.0.1``)")
@@ -41,7 +37,7 @@ class KwokInstall(ReleaseInstall):
     delete_stages: tuple[str, ...] = Field(description="names of stages deleted after they are applied")
 
 
-class ChartInstall(_Strict):
+class ChartInstall(StrictModel):
     """A chart installed with helm."""
 
     chart: str = Field(description="the chart's reference: ``oci://...``, or its name in ``repo``")
@@ -56,7 +52,7 @@ class ChartInstall(_Strict):
     )
 
 
-class Installs(_Strict):
+class Installs(StrictModel):
     """The whole file."""
 
     kwok: KwokInstall

@@ -6,21 +6,18 @@ import re
 from datetime import timedelta
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+from pydantic import Field, field_serializer, field_validator, model_validator
 
 from kai_scale_model import kai
 from kai_scale_model.durations import format_duration, parse_duration
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.runner_interface import PIPELINE_ENV
+from kai_scale_model.validation import StrictModel
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class GinkgoRun(_Strict):
+class GinkgoRun(StrictModel):
     """Run the compiled KAI scale suite, selecting specs by focus and/or label filter."""
 
     kind: Literal["ginkgo"]
@@ -37,7 +34,7 @@ class GinkgoRun(_Strict):
         return value
 
 
-class WorkloadRun(_Strict):
+class WorkloadRun(StrictModel):
     """Create GPU pods on the KWOK nodes and measure how fast the scheduler binds them."""
 
     kind: Literal["workload"]
@@ -54,7 +51,7 @@ class WorkloadRun(_Strict):
     )
 
 
-class Resources(_Strict):
+class Resources(StrictModel):
     """Requests and limits of the runner container."""
 
     requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "500m", "memory": "512Mi"})
@@ -65,7 +62,7 @@ def _seconds(bound: float | str) -> float:
     return parse_duration(bound).total_seconds() if isinstance(bound, str) else float(bound)
 
 
-class Threshold(_Strict):
+class Threshold(StrictModel):
     """A bound on one numeric or duration detail of one test entry (checked when the run is published)."""
 
     test_name: str
@@ -89,7 +86,7 @@ class Threshold(_Strict):
         return self
 
 
-class DetailRule(_Strict):
+class DetailRule(StrictModel):
     """How regressions of one detail of one test entry are judged, where the default does not fit."""
 
     test_name: str
@@ -105,7 +102,7 @@ class DetailRule(_Strict):
     )
 
 
-class Scenario(_Strict):
+class Scenario(StrictModel):
     """One scenario: what a runner pod runs, for how long at most, with which env and resources."""
 
     name: Annotated[str, Field(pattern=NAME_PATTERN)]

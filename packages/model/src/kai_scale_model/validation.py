@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class StrictModel(BaseModel):
+    """The base of the files and documents the pipeline reads and writes: unknown fields refused, frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def problems(error: ValidationError) -> str:

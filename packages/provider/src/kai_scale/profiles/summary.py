@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict
-
 from kai_scale.profiles.pprof import Profile, ValueType
+from kai_scale_model.validation import StrictModel
 
 # Go's CPU profiles have the sample types samples/count and cpu/nanoseconds.
 CPU_SAMPLE_TYPE: Final = "cpu"
+CPU_UNIT: Final = "nanoseconds"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -61,11 +61,7 @@ def function_values(profile: Profile, sample_type: str) -> FunctionValues:
     )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FunctionShare(_Strict):
+class FunctionShare(StrictModel):
     """One function's value of a sample type, and its share of the profile's total."""
 
     function: str
@@ -75,7 +71,7 @@ class FunctionShare(_Strict):
     """``value`` / the profile's total: 0..1 (0 when the total is 0)."""
 
 
-class ProfileSummary(_Strict):
+class ProfileSummary(StrictModel):
     """One sample type of a profile: its total and the functions that account for most of it.
 
     A window without samples is a summary with total 0 and empty lists, which the caller reports.
@@ -105,7 +101,7 @@ def summarize(profile: Profile, sample_type: str, *, top: int = 10) -> ProfileSu
     """
     values = function_values(profile, sample_type)
     unit = values.sample_type.unit
-    is_cpu = sample_type == CPU_SAMPLE_TYPE and unit == "nanoseconds"
+    is_cpu = sample_type == CPU_SAMPLE_TYPE and unit == CPU_UNIT
     return ProfileSummary(
         sample_type=sample_type,
         unit=unit,

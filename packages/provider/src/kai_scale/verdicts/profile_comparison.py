@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict
-
 from kai_scale.profiles.pprof import Profile, ProfileError
-from kai_scale.profiles.summary import CPU_SAMPLE_TYPE, FunctionValues, function_values
+from kai_scale.profiles.summary import CPU_SAMPLE_TYPE, CPU_UNIT, FunctionValues, function_values
+from kai_scale_model.validation import StrictModel
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ShareChange(_Strict):
+class ShareChange(StrictModel):
     """One function's share of the CPU in the baseline and in the run."""
 
     function: str
@@ -31,7 +26,7 @@ class ShareChange(_Strict):
     """``run_share - baseline_share`` in percentage points (12.4 is +12.4 pp)."""
 
 
-class ProfileComparison(_Strict):
+class ProfileComparison(StrictModel):
     """The scheduler's CPU in a run against a baseline run: totals, per pod, and the shares that moved.
 
     ``cumulative_*`` compare cumulative shares (a function and what it calls), ``flat_*`` flat shares
@@ -119,8 +114,8 @@ def _percent(share: float) -> str:
 
 def _cpu(profile: Profile, which: str) -> FunctionValues:
     values = function_values(profile, CPU_SAMPLE_TYPE)
-    if values.sample_type.unit != "nanoseconds":
-        raise ProfileError(f"{which}'s CPU is in {values.sample_type.unit}, not nanoseconds")
+    if values.sample_type.unit != CPU_UNIT:
+        raise ProfileError(f"{which}'s CPU is in {values.sample_type.unit}, not {CPU_UNIT}")
     return values
 
 
