@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +92,39 @@ AIRFLOW_CHART = VendorChart(
 CHART_REGISTRIES = tuple(sorted({chart.oci_repository.split("/", 1)[0] for chart in VENDOR_CHARTS}))
 
 
+@dataclass(frozen=True)
+class RepositoryChart:
+    """A chart in a source archive whose publisher serves it from a chart repository over HTTPS.
+
+    The local environment serves it from the mirror directory as a chart repository of its own (the
+    packaged chart and an ``index.yaml``), at ``<mirror>/<host and path of the repository>/``.
+    """
+
+    name: str
+    version: str
+    archive: str
+    path: str
+    """The chart's directory inside the archive; its dependencies are packaged in its charts/."""
+    repository: str
+    """The publisher's chart repository, as include/manifests/installs.yaml names it."""
+
+    @property
+    def mirror_path(self) -> str:
+        """The repository's place under the mirror directory: its URL without the scheme."""
+        return self.repository.split("://", 1)[1].rstrip("/")
+
+
+# Pyroscope's chart, from the server's source snapshot (it moved into grafana/pyroscope).
+_PYROSCOPE = pins.pyroscope_version()
+PYROSCOPE_CHART = RepositoryChart(
+    name="pyroscope",
+    version=pins.chart_version("pyroscope"),
+    archive=f"pyroscope-{_PYROSCOPE}.tar.gz",
+    path=f"pyroscope-{_PYROSCOPE}/operations/pyroscope/helm/pyroscope",
+    repository=pins.chart_repository("pyroscope"),
+)
+
+
 def vendor_dir() -> Path:
     """Where the source archives are: ``KAI_LOCALENV_VENDOR_DIR`` or ``../shared/vendor``."""
     return Path(os.environ.get("KAI_LOCALENV_VENDOR_DIR", DEFAULT_VENDOR_DIR))
@@ -99,17 +133,40 @@ def vendor_dir() -> Path:
 class ChartPusher:
     """Packages the vendor charts with helm and pushes those the registry lacks."""
 
-    def __init__(self, *, helm: Path, registry: str, vendor: Path, log_path: Path) -> None:
+    def __init__(self, *, helm: Path, registry: str, vendor: Path, mirror: Path, log_path: Path) -> None:
         self.helm = helm
         self.registry = registry
         self.vendor = vendor
+        self.mirror = mirror
         self.log_path = log_path
 
     def push_all(self) -> None:
-        """Every chart of VENDOR_CHARTS and the Airflow chart, once."""
+        """Every chart of VENDOR_CHARTS and the Airflow chart once; Pyroscope's into the mirror."""
         for chart in (*VENDOR_CHARTS, AIRFLOW_CHART):
             if not self.has(chart):
                 self.push(chart)
+        self.serve_from_mirror(PYROSCOPE_CHART)
+
+    def serve_from_mirror(self, chart: RepositoryChart) -> None:
+        """The chart packaged into its repository under the mirror directory, indexed, once."""
+        repository = self.mirror / chart.mirror_path
+        if (repository / f"{chart.name}-{chart.version}.tgz").exists():
+            return
+        archive = self.vendor / chart.archive
+        if not archive.exists():
+            raise ComponentError(
+                f"charts: {archive} not found; set KAI_LOCALENV_VENDOR_DIR to a directory holding "
+                f"{chart.archive} (the source snapshot of {chart.name}, see docs/local-environment.md)"
+            )
+        repository.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as scratch:
+            with tarfile.open(archive) as source:
+                source.extractall(scratch, filter=_only(chart.path))
+            self._helm("package", str(Path(scratch) / chart.path), "--destination", str(repository))
+        # Relative URLs: helm finds the package beside the index, wherever the mirror is served.
+        self._helm("repo", "index", str(repository))
+        if not (repository / f"{chart.name}-{chart.version}.tgz").exists():
+            raise ComponentError(f"charts: {chart.archive} holds no {chart.name} {chart.version}")
 
     def has(self, chart: VendorChart) -> bool:
         """Whether the registry serves the chart at its version."""
@@ -164,3 +221,14 @@ class ChartPusher:
         if check and result.returncode != 0:
             raise ComponentError(f"charts: helm {' '.join(args[:2])} failed; see {self.log_path}")
         return result
+
+
+def _only(prefix: str) -> Callable[[tarfile.TarInfo, str], tarfile.TarInfo | None]:
+    """A tarfile extraction filter: the members under ``prefix`` (a 1.3 GB tree holds a small chart)."""
+
+    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        if member.name != prefix and not member.name.startswith(f"{prefix}/"):
+            return None
+        return tarfile.data_filter(member, path)
+
+    return keep

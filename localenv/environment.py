@@ -27,7 +27,7 @@ import yaml
 
 from kai_scale_model.node_pool import NODEPOOL_CRD
 from localenv import kai, manifest_mirror, pins, processes, settings
-from localenv.charts import CHART_REGISTRIES, ChartPusher, vendor_dir
+from localenv.charts import CHART_REGISTRIES, PYROSCOPE_CHART, ChartPusher, vendor_dir
 from localenv.control_plane import ControlPlane
 from localenv.kai import BuiltImages
 from localenv.node import (
@@ -272,6 +272,7 @@ class LocalEnvironment:
             helm=self.config.helm_dir / "helm",
             registry=registry.address,
             vendor=vendor_dir(),
+            mirror=self.config.mirror_dir,
             log_path=self.config.logs_dir / "charts.log",
         ).push_all()
         self.node().start(kubectl=self.kubectl)
@@ -526,18 +527,21 @@ class LocalEnvironment:
     def source_mirrors(self, *, for_pods: bool = False) -> list[dict[str, Any]]:
         """The mirrors of what the setup installs (``KAI_SCALE_SOURCE_MIRRORS``).
 
-        The release manifests from the disk, and the charts' OCI registries from the local registry,
-        where charts.py pushes them. ``for_pods``: as the Airflow deployment's worker pods reach them,
-        on the pod bridge: the manifests over HTTP (the mirror component).
+        The release manifests from the disk, the charts' OCI registries from the local registry, where
+        charts.py pushes them, and Pyroscope's chart repository from the mirror component (helm reads
+        a repository over HTTP only). ``for_pods``: as the Airflow deployment's worker pods reach them,
+        on the pod bridge: the manifests over HTTP too.
         """
         config = self.config
-        mirrors: list[dict[str, Any]]
+        served_at = f"http://{config.pod_network.gateway}:{config.ports.mirror}/"
+        mirrors: list[dict[str, Any]] = [
+            {"upstream": PYROSCOPE_CHART.repository, "mirror": served_at + PYROSCOPE_CHART.mirror_path}
+        ]
         if for_pods:
-            gateway = config.pod_network.gateway
-            mirrors = [manifest_mirror.http_mirror_rule(f"http://{gateway}:{config.ports.mirror}/")]
-            registry = f"{gateway}:{config.ports.registry}"
+            mirrors.append(manifest_mirror.http_mirror_rule(served_at))
+            registry = f"{config.pod_network.gateway}:{config.ports.registry}"
         else:
-            mirrors = [manifest_mirror.mirror_rule(config.mirror_dir)]
+            mirrors.append(manifest_mirror.mirror_rule(config.mirror_dir))
             registry = self.registry().address
         mirrors += [
             {"upstream": f"oci://{name}/", "mirror": f"oci://{registry}/{name}/", "plain_http": True}

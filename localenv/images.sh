@@ -8,6 +8,7 @@
 # - kwok-operator's and its metrics proxy's (localenv/images/kwok-operator), from their Go modules.
 # - the monitoring chart's (localenv/images/monitoring): prometheus-operator's and kube-state-metrics',
 #   from their Go modules, and Prometheus' of the binaries localenv/build.sh builds;
+# - Pyroscope's server (localenv/images/pyroscope), from its source archive;
 # - the pipeline's Airflow image (docker/airflow/Dockerfile), on what stands here for the official
 #   apache/airflow image (localenv/images/airflow), built from PyPI and the official Dockerfile's scripts.
 # Every step runs once, keyed by its inputs, into the cache localenv/build.sh uses; a later run only pushes
@@ -73,11 +74,11 @@ fail() {
 # What is pinned elsewhere, read there by the venv's Python (localenv/pins.py), one a line: the
 # runner's repository (the pipeline's default KAI_SCALE_RUNNER_IMAGE), the fake GPU operator's and
 # kwok-operator's releases (include/manifests/installs.yaml), kwok-operator's module and its version,
-# and Prometheus (whose binaries localenv/build.sh builds).
+# Prometheus (whose binaries localenv/build.sh builds) and the Pyroscope server the setup runs.
 python="$repo/.venv/bin/python"
 [[ -x "$python" ]] || fail "no $python to read the pinned versions with: run make venv"
 pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operator kwok-operator-module \
-  kwok-operator-module-version prometheus)" || fail "cannot read the pinned versions (localenv/pins.py)"
+  kwok-operator-module-version prometheus pyroscope)" || fail "cannot read the pinned versions (localenv/pins.py)"
 {
   read -r RUNNER_IMAGE
   read -r FAKE_GPU_OPERATOR_VERSION
@@ -85,6 +86,7 @@ pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operato
   read -r KWOK_OPERATOR_MODULE
   read -r KWOK_OPERATOR_VERSION
   read -r PROMETHEUS_TAG
+  read -r PYROSCOPE_VERSION
 } <<<"$pinned"
 # The fake GPU operator's source archive is named by its git tag, v<release>.
 FAKE_GPU_OPERATOR_VERSION="v$FAKE_GPU_OPERATOR_VERSION"
@@ -552,6 +554,36 @@ fake_gpu_operator_images() {
   done
 }
 
+# --- Pyroscope's server image ---
+
+# The module proxy refuses the dskit pseudo-version Pyroscope 2.2.1 pins (403 "not available"); this
+# one, seven small commits later with the same go.mod, builds it (../shared/vendor/README.md).
+PYROSCOPE_DSKIT_REPLACE="github.com/grafana/dskit=github.com/grafana/dskit@v0.0.0-20260703122047-de1ec7541c44"
+
+extract_pyroscope_source() { # <archive> <dir>
+  tar -xzf "$1" -C "$2" --strip-components=1 --no-same-owner &&
+    (cd "$2" && go mod edit -replace "$PYROSCOPE_DSKIT_REPLACE")
+}
+
+# Under the name the chart runs (grafana/pyroscope on Docker Hub), tagged with the release that
+# include/manifests/installs.yaml pins as the chart's image tag. Its cold build is the longest here
+# (about 25 min on two busy cores: 1.3 GB of modules); cached like the others.
+pyroscope_image() {
+  local source binaries archive="$VENDOR_DIR/pyroscope-$PYROSCOPE_VERSION.tar.gz"
+  [[ -f "$archive" ]] ||
+    fail "no Pyroscope source at $archive: put the grafana/pyroscope snapshot of v$PYROSCOPE_VERSION there or set KAI_LOCALENV_VENDOR_DIR"
+  source="$images_root/sources/pyroscope-$PYROSCOPE_VERSION-$(key_of <(echo "$PYROSCOPE_DSKIT_REPLACE"))"
+  cached_step "pyroscope-source-$PYROSCOPE_VERSION" "$source" go.mod \
+    extract_pyroscope_source "$archive" "$source.tmp"
+  binaries="$images_root/pyroscope-bin/$PYROSCOPE_VERSION-$(go env GOVERSION)"
+  go_binaries "pyroscope-$PYROSCOPE_VERSION" "$source" "$binaries" \
+    "-s -w -X github.com/grafana/pyroscope/v2/pkg/util/build.Version=$PYROSCOPE_VERSION" \
+    -tags=netgo ./cmd/pyroscope
+  project_image pyroscope pyroscope "docker.io/grafana/pyroscope:$PYROSCOPE_VERSION" \
+    --build-context "bin=$binaries" --build-context "pyroscope-source=$source" \
+    --build-arg "BASE_IMAGE=$(minimal_base)"
+}
+
 # --- The pipeline's Airflow image ---
 
 # The pipeline's Airflow image, under the name a deployment's values give it (deploy/airflow/values.yaml)
@@ -669,6 +701,7 @@ kai_images "$source_dir" "$commit"
 fake_gpu_operator_images
 kwok_operator_images
 monitoring_images
+pyroscope_image
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"

@@ -27,6 +27,9 @@ KWOK_OPERATOR_MODULE_VERSION = "v0.0.0-20240926063032-05b6364bc7c7"
 # Prometheus 2.x, the release kube-prometheus-stack runs: build.sh builds its binaries, images.sh makes
 # the chart's Prometheus image of them. Its module's version is v0.X.Y for release 2.X.Y.
 PROMETHEUS_VERSION = "v2.54.1"
+# The chart value that pins Pyroscope's server image: the setup runs the release the local environment
+# builds from its source snapshot, not the chart's appVersion.
+PYROSCOPE_IMAGE_TAG = "pyroscope.image.tag"
 
 
 class PinError(ValueError):
@@ -79,6 +82,24 @@ def chart_version(chart: str) -> str:
     return charts[chart].version
 
 
+def chart_repository(chart: str) -> str:
+    """The chart repository ``chart`` is installed from (installs.yaml's ``repo``)."""
+    charts = installs().charts
+    repository = charts[chart].repo if chart in charts else None
+    if not repository:
+        raise PinError(f"{INSTALLS}: no charts.{chart}.repo")
+    return repository
+
+
+def pyroscope_version() -> str:
+    """The Pyroscope server the setup runs (its chart's ``pyroscope.image.tag``), e.g. ``2.2.1``."""
+    pinned = installs().charts.get("pyroscope")
+    tag = pinned.values.get(PYROSCOPE_IMAGE_TAG) if pinned else None
+    if not tag:
+        raise PinError(f"{INSTALLS}: no charts.pyroscope.set.{PYROSCOPE_IMAGE_TAG}")
+    return str(tag)
+
+
 SCRIPT_PINS: dict[str, Callable[[], str]] = {
     "kwok": kwok_version,
     "kwok-operator": kwok_operator_version,
@@ -86,6 +107,7 @@ SCRIPT_PINS: dict[str, Callable[[], str]] = {
     "kwok-operator-module-version": lambda: KWOK_OPERATOR_MODULE_VERSION,
     "fake-gpu-operator": lambda: chart_version("fake-gpu-operator"),
     "prometheus": lambda: PROMETHEUS_VERSION,
+    "pyroscope": pyroscope_version,
     "runner-image": lambda: runner_interface.IMAGE_REPOSITORY,
 }
 """What the scripts read, by the name they ask for."""

@@ -183,7 +183,7 @@ def _monitoring_charts(root: Path, namespace: str) -> dict[str, ChartInstall]:
             version=version,
             namespace=namespace,
         )
-        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "1.12.0"))
+        for release, version in (("kube-prometheus-stack", "62.7.0"), ("pyroscope", "2.1.2"))
     }
 
 
@@ -216,12 +216,12 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
         placement=Placement(),
     )
 
-    assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
-    assert second == ["kube-prometheus-stack 62.7.0 up to date", "pyroscope 1.12.0 up to date"]
+    assert first == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 2.1.2 installed"]
+    assert second == ["kube-prometheus-stack 62.7.0 up to date", "pyroscope 2.1.2 up to date"]
     releases = _releases(release_namespace)
     assert {name: (r["chart"], r["revision"]) for name, r in releases.items()} == {
         "kube-prometheus-stack": ("kube-prometheus-stack-62.7.0", "1"),
-        "pyroscope": ("pyroscope-1.12.0", "1"),
+        "pyroscope": ("pyroscope-2.1.2", "1"),
     }, "the re-run setup did not upgrade the releases"
 
 
@@ -323,5 +323,5 @@ def test_helm_uses_the_connections_cluster_context(
         placement=Placement(),
     )
 
-    assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 1.12.0 installed"]
+    assert lines == ["kube-prometheus-stack 62.7.0 installed", "pyroscope 2.1.2 installed"]
     assert set(_releases(release_namespace)) == {"kube-prometheus-stack", "pyroscope"}

@@ -7,11 +7,12 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from kai_scale.cluster.installs import REQUIRED_RELEASES
 from kai_scale_model import labels
 from localenv.environment import LocalEnvironment
 
-# What the night's setup installs as infrastructure (and its teardown keeps).
-INFRASTRUCTURE_RELEASES = {"fake-gpu-operator", "kube-prometheus-stack"}
+# What the night's setup installs as infrastructure (and its teardown keeps): every chart it installs.
+INFRASTRUCTURE_RELEASES = set(REQUIRED_RELEASES)
 INFRASTRUCTURE_DEPLOYMENTS = {"kwok-controller", "kwok-operator-kwok-operator"}
 
 

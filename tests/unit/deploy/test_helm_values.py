@@ -73,7 +73,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     work = tmp_path_factory.mktemp("airflow-chart")
     helm = Settings.from_environment().helm_dir / "helm"
     chart = ChartPusher(
-        helm=helm, registry="unused", vendor=vendor_dir(), log_path=work / "helm.log"
+        helm=helm, registry="unused", vendor=vendor_dir(), mirror=work, log_path=work / "helm.log"
     ).package(AIRFLOW_CHART, work)
     result = subprocess.run(
         [str(helm), "template", "airflow", str(chart), "--namespace=airflow"]

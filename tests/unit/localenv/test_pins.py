@@ -30,3 +30,11 @@ def test_the_release_manifests_are_the_ones_the_setup_applies() -> None:
 def test_an_unknown_name_prints_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert pins.main(["kwok", "kwk"]) == 2
     assert capsys.readouterr().err.startswith("usage: python -m localenv.pins <name>..., each one of kwok,")
+
+
+def test_the_pyroscope_server_is_the_chart_image_tag_installs_yaml_pins(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    installs = read_installs(REPO / "include")
+    assert pins.main(["pyroscope"]) == 0
+    assert capsys.readouterr().out.strip() == installs.charts["pyroscope"].values["pyroscope.image.tag"]

@@ -90,7 +90,7 @@ def test_the_pipeline_installs_the_monitoring_stack_and_reads_its_prometheus(
 ) -> None:
     monkeypatch.delenv("KAI_LOCALENV_POD_SUBNET", raising=False)
     exports = LocalEnvironment(Settings.from_environment()).exports()
-    assert "KAI_SCALE_SKIP_INSTALLS" not in exports, "Pyroscope is off by the values profile, not skipped"
+    assert "KAI_SCALE_SKIP_INSTALLS" not in exports, "the setup installs the whole monitoring stack"
     assert exports["KAI_SCALE_CHART_VALUES_PROFILE"] == "local"
     # The NodePort of the local values profile, on the node's address (the pod bridge's).
     assert exports["PROMETHEUS_URL"] == "http://10.244.0.1:30090"

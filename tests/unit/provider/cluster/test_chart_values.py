@@ -24,11 +24,11 @@ def test_the_default_profile_leaves_installs_yaml_as_it_is() -> None:
     assert installs.chart_values.turned_off == frozenset()
 
 
-def test_the_local_profile_turns_pyroscope_off() -> None:
-    """Nothing of Pyroscope can be built here; the setup can do without it."""
+def test_the_local_profile_turns_nothing_off() -> None:
+    """Pyroscope is built here from its source snapshot, so the local setup installs it too."""
     installs = load_installs(REPO / "include", chart_values_profile="local")
     assert installs.chart_values.name == "local"
-    assert installs.chart_values.turned_off == frozenset({"pyroscope"})
+    assert installs.chart_values.turned_off == frozenset()
 
 
 def test_the_local_profile_is_set_over_the_chart_values_of_installs_yaml() -> None:
