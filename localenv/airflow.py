@@ -80,6 +80,8 @@ SCENARIOS = "kai-scale-scenarios"
 SCENARIOS_IN_POD = "/opt/airflow/kai-scale-scenarios"
 # The monitoring chart's Prometheus as pods reach it: its Service (installs.yaml's release and namespace).
 PROMETHEUS_IN_CLUSTER = ("kube-prometheus-stack-prometheus.monitoring.svc", 9090)
+# The setup's Pyroscope (installs.yaml), where KAI's scheduler pushes (the tuning's pyroscope-address).
+PYROSCOPE_IN_CLUSTER = ("pyroscope.monitoring.svc", 4040)
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,7 @@ class AirflowDeployment:
             "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
         }
         host, port = PROMETHEUS_IN_CLUSTER
+        pyroscope_host, pyroscope_port = PYROSCOPE_IN_CLUSTER
         connections = {
             "kubernetes_default": {
                 "conn_type": "kubernetes",
@@ -213,6 +216,12 @@ class AirflowDeployment:
             },
             "aws_default": aws,
             "prometheus_default": {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"},
+            "pyroscope_default": {
+                "conn_type": "pyroscope",
+                "host": pyroscope_host,
+                "port": pyroscope_port,
+                "schema": "http",
+            },
             **self.overrides.connections,
         }
         database = postgres.url(host=gateway, port=config.ports.postgres)

@@ -286,6 +286,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             metrics_text=json.dumps(_metrics(run_id, entries)),
             verdicts=verdicts.model_dump(mode="json"),
             ginkgo_report_keys={},
+            files={},
             entry=manifest_entry(
                 run_id=run_id,
                 results_key=f"{prefix}{run_id}/results.json",

@@ -59,6 +59,7 @@ def _publish(store: ResultsBucketHook, prefix: str, run_id: str, **overrides: An
         "results": _results(run_id),
         "metrics_text": json.dumps({"run_id": run_id, "scenarios": {}}),
         "ginkgo_report_keys": {},
+        "files": {},
         "verdicts": {"run_id": run_id, "verdict": "pass", "reasons": [], "tests": {}},
         "entry": _entry(run_id, prefix),
     }
@@ -85,6 +86,23 @@ def test_a_run_is_published_with_its_objects_and_entry(prefix: str) -> None:
     assert json.loads(store.read_text(published.keys.metrics) or "")["run_id"] == "r1"
     head = store.client.head_object(Bucket=store.bucket, Key=published.keys.results)
     assert head["ContentType"] == "application/json"
+    assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
+
+
+def test_a_runs_files_are_published_beside_its_results_as_they_are(prefix: str) -> None:
+    """Such as its profiles: binary, copied byte for byte; one that is gone is left out."""
+    store = _store()
+    profile = bytes(range(256)) * 64
+    store.write_bytes(key=f"{prefix}in/cpu.pb.gz", data=profile, content_type="application/octet-stream")
+    published = _publish(
+        store,
+        prefix,
+        "r1",
+        files={"profiles/a/cpu.pb.gz": f"{prefix}in/cpu.pb.gz", "profiles/a/gone.pb.gz": f"{prefix}in/gone"},
+    )
+    assert store.read_bytes(published.keys.beside("profiles/a/cpu.pb.gz")) == profile
+    assert published.keys.beside("profiles/a/cpu.pb.gz") == f"{prefix}r1/profiles/a/cpu.pb.gz"
+    assert not store.exists(published.keys.beside("profiles/a/gone.pb.gz"))
     assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
 
 

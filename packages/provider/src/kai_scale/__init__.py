@@ -32,6 +32,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["kai_scale.hooks.cluster", "kai_scale.hooks.results_bucket"],
             },
             {"integration-name": "Prometheus", "python-modules": ["kai_scale.hooks.prometheus"]},
+            {"integration-name": "Pyroscope", "python-modules": ["kai_scale.hooks.pyroscope"]},
         ],
         "notifications": [
             "kai_scale.notifications.run_alerts.RunAlertEmailNotifier",
@@ -55,6 +56,24 @@ def get_provider_info() -> dict[str, Any]:
                         "password": "optional; sent as Authorization: Bearer",
                     },
                 },
-            }
+            },
+            {
+                "hook-class-name": "kai_scale.hooks.pyroscope.PyroscopeHook",
+                "hook-name": "Pyroscope",
+                "connection-type": "pyroscope",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["login", "extra"],
+                    "relabeling": {
+                        "host": "URL or host",
+                        "schema": "Scheme (http, https) or path prefix",
+                        "password": "Bearer token",
+                    },
+                    "placeholders": {
+                        "host": "http://pyroscope.monitoring:4040",
+                        "schema": "api/v1/namespaces/monitoring/services/pyroscope:4040/proxy",
+                        "password": "optional; sent as Authorization: Bearer",
+                    },
+                },
+            },
         ],
     }

@@ -109,7 +109,7 @@ def build_nightly_dag(
         # No retries: the client retries connecting; re-collecting is a clear of this task.
         @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
         def collect_metrics(**context: Any) -> str:
-            """Each selected scenario's metrics over its own window, to runs/<run-id>/metrics.json."""
+            """Each selected scenario's metrics and KAI's profiles over its window, under runs/<run-id>/."""
             return metrics_task.collect_metrics(
                 settings=settings, scenarios=scenarios, profile=profile, context=context
             )

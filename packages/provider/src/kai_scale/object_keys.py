@@ -1,9 +1,10 @@
 """Where a run's objects live in the results bucket. Pure: a function of run, scenario and try.
 
 The names are the glossary of docs/results.md: per try the runner's ``outcome.json``,
-``ginkgo-report.json`` and ``kwok_scale_test.json``; per run the ``run-summary.json`` and
-``metrics.json`` under ``runs/``; published, ``results.json``, ``ginkgo-report.json`` and
-``metrics.json`` under the public prefix, indexed by ``manifest.json``.
+``ginkgo-report.json`` and ``kwok_scale_test.json``; per run the ``run-summary.json``, ``metrics.json``,
+``profiles.json`` and the profiles' pprof files under ``runs/``; published, ``results.json``,
+``ginkgo-report.json``, ``metrics.json`` and the pprof files under the public prefix, indexed by
+``manifest.json``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,16 @@ def run_metrics_key(run_id: str) -> str:
     return f"{RUNS_PREFIX}{run_id}/metrics.json"
 
 
+def run_profiles_key(run_id: str) -> str:
+    """The run's profiles document, written by the metrics task; published inside ``results.json``."""
+    return f"{RUNS_PREFIX}{run_id}/profiles.json"
+
+
+def run_file_key(run_id: str, file: str) -> str:
+    """A file of the run's folder under ``runs/``, such as a profile (``profiles/<scenario>/cpu.pb.gz``)."""
+    return f"{RUNS_PREFIX}{run_id}/{file}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PublishedKeys:
     """The objects a published run consists of, under ``<prefix><run-id>/``."""
@@ -67,6 +78,11 @@ class PublishedKeys:
     """``metrics.json``, per scenario."""
     verdicts: str
     """``verdicts.json``: thresholds, change points and the comparison with the previous run."""
+
+    def beside(self, file: str) -> str:
+        """A file of the published run's folder, such as a profile (``profiles/<scenario>/cpu.pb.gz``)."""
+        folder, _, _ = self.results.rpartition("/")
+        return f"{folder}/{file}" if folder else file
 
 
 def published_keys(*, prefix: str, run_id: str) -> PublishedKeys:

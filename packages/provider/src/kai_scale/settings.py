@@ -260,6 +260,8 @@ class PipelineSettings:
     """Airflow connection of the results bucket (may carry an ``endpoint_url``)."""
     prometheus_conn_id: str
     """Airflow connection (type ``prometheus``) of the Prometheus that watches the target cluster."""
+    pyroscope_conn_id: str
+    """Airflow connection (type ``pyroscope``) of the Pyroscope KAI's scheduler pushes its profiles to."""
     results_bucket: str
     """Bucket of the run outputs and the published results."""
     results_prefix: str
@@ -327,6 +329,7 @@ class PipelineSettings:
             kubernetes_conn_id=os.environ.get("KAI_SCALE_KUBERNETES_CONN_ID", "kubernetes_default"),
             aws_conn_id=results.aws_conn_id,
             prometheus_conn_id=os.environ.get("KAI_SCALE_PROMETHEUS_CONN_ID", "prometheus_default"),
+            pyroscope_conn_id=os.environ.get("KAI_SCALE_PYROSCOPE_CONN_ID", "pyroscope_default"),
             results_bucket=results.bucket,
             results_prefix=results.prefix,
             results_url=results_url,

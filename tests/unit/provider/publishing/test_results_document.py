@@ -5,6 +5,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from kai_scale.cluster.kai_tuning import load_profile
+from kai_scale.profiles.collection import unwritten_profiles
 from kai_scale.publishing.results_document import (
     RunMetadata,
     commit_hash,
@@ -106,6 +107,18 @@ def test_metadata_has_the_dashboards_fields_and_what_really_ran() -> None:
     assert metadata["kai_images"] == {"binder": ["registry/local/kai-scheduler/binder:0.0.0"]}
     assert metadata["runner_image_ids"]["reclaim"].endswith("@sha256:" + "0" * 64)
     assert document["results"]["status"] == "success"
+
+
+def test_the_profiles_go_beside_the_dashboards_fields_as_collected() -> None:
+    profiles = unwritten_profiles(run_id="r1", scenarios=["a"], service="kai-scheduler")
+    document = results_document(metadata=METADATA, entries=[_entry("a", "success")], profiles=profiles)
+    assert document["profiles"] == profiles.model_dump(mode="json")["scenarios"]
+    assert document["profiles"]["a"]["profiles"]["cpu"] == {
+        "status": "missing",
+        "reason": "the collect_metrics task wrote no profiles (see its log)",
+    }
+    json.dumps(document)  # JSON as it is
+    assert "profiles" not in results_document(metadata=METADATA, entries=[_entry("a", "success")])
 
 
 def test_a_skipped_scenario_does_not_fail_the_run() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError, base_url
+from kai_scale.hooks.service_url import base_url
+from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 
 
 class PrometheusHook(BaseHook):

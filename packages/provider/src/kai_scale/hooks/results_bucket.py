@@ -13,6 +13,8 @@ from airflow.sdk import BaseHook
 from botocore.exceptions import BotoCoreError, ClientError
 
 JSON_CONTENT_TYPE = "application/json"
+# Any object that is not JSON, such as a gzipped pprof profile.
+BINARY_CONTENT_TYPE = "application/octet-stream"
 # SigV4 presigned URLs are valid for at most 7 days.
 MAX_PRESIGN_SECONDS = 7 * 24 * 3600
 # S3 answers a lost conditional write with 412, or 409 when two conditional writes overlap.
@@ -211,6 +213,10 @@ class ResultsBucketHook(BaseHook):
     def delete(self, key: str) -> None:
         """Remove the object; nothing happens when it does not exist."""
         self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def write_bytes(self, *, key: str, data: bytes, content_type: str) -> None:
+        """Write (or overwrite) an object that is not JSON, e.g. a gzipped pprof profile."""
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
     def write_text(self, *, key: str, text: str) -> None:
         """Write (or overwrite) a JSON object."""

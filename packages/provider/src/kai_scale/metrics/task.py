@@ -1,4 +1,4 @@
-"""The body of the ``collect_metrics`` task: each selected scenario's metrics over its own window."""
+"""The body of the ``collect_metrics`` task: each selected scenario's metrics and profiles over its window."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from kai_scale.metrics.profile import MetricsProfile
 from kai_scale.metrics.run_metrics import collect_run_metrics
 from kai_scale.object_keys import run_metrics_key
 from kai_scale.operators.scenario_pod import recorded_outputs, recorded_window
+from kai_scale.profiles.task import collect_profiles
 from kai_scale.run_id import run_id_of
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.runner_interface import OUTCOME
@@ -41,7 +42,10 @@ def _window(ti: Any, bucket: ResultsBucketHook, scenario: str) -> Window | None:
 def collect_metrics(
     *, settings: PipelineSettings, scenarios: Sequence[Scenario], profile: MetricsProfile, context: Any
 ) -> str:
-    """Write ``runs/<run-id>/metrics.json``; return its key. Missing metrics fail it after the write."""
+    """Write ``runs/<run-id>/metrics.json``, then the profiles; return its key.
+
+    Missing metrics fail it after both are written; missing profiles do not.
+    """
     ti = context["ti"]
     run_id = run_id_of(context["dag_run"])
     bucket = ResultsBucketHook(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
@@ -62,6 +66,10 @@ def collect_metrics(
         bucket.write_text(key=key, text=json.dumps(document.model_dump(mode="json")))
     for name, entry in document.scenarios.items():
         log.info("%s: metrics %s%s", name, entry.status, f" ({entry.reason})" if entry.reason else "")
+    # The same windows: each scenario's profiles of KAI's scheduler, or why they are missing.
+    collect_profiles(
+        pyroscope_conn_id=settings.pyroscope_conn_id, bucket=bucket, run_id=run_id, windows=windows
+    )
     missing = missing_scenarios(document)
     if missing:
         reasons = "; ".join(f"{name}: {document.scenarios[name].reason}" for name in missing)

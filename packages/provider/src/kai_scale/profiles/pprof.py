@@ -20,7 +20,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message, message_fa
 MAX_DECOMPRESSED_BYTES: Final = 256 * 2**20
 # A gzip stream's first two bytes. A protobuf message cannot start with them: 0x1f would be field 3
 # with wire type 7, which does not exist.
-_GZIP_MAGIC: Final = b"\x1f\x8b"
+GZIP_MAGIC: Final = b"\x1f\x8b"
 
 
 class ProfileError(ValueError):
@@ -76,7 +76,7 @@ def decode_profile(data: bytes) -> Profile:
     """
     if not data:
         raise ProfileError("empty input: no profile")
-    raw = _gunzip(data) if data.startswith(_GZIP_MAGIC) else data
+    raw = _gunzip(data) if data.startswith(GZIP_MAGIC) else data
     try:
         parsed: _ProfileFields = ProfileMessage.FromString(raw)
     except message.DecodeError as error:

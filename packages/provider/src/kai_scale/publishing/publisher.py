@@ -17,7 +17,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from kai_scale.hooks.results_bucket import ObjectChanged, ResultsBucketHook
+from kai_scale.hooks.results_bucket import BINARY_CONTENT_TYPE, ObjectChanged, ResultsBucketHook
 from kai_scale.object_keys import PublishedKeys, manifest_key, published_keys
 from kai_scale.publishing.manifest import empty_manifest, manifest_text, parse_manifest, upsert_run
 from kai_scale.publishing.reports import merge_reports
@@ -56,6 +56,7 @@ def publish_run(
     metrics_text: str,
     verdicts: Mapping[str, Any],
     ginkgo_report_keys: Mapping[str, str | None],
+    files: Mapping[str, str],
     entry: Mapping[str, Any],
     sleep: Callable[[float], None] = time.sleep,
 ) -> PublishedRun:
@@ -64,6 +65,8 @@ def publish_run(
     Publishing the same run again overwrites its objects and its entry in place.
 
     :param ginkgo_report_keys: each scenario's Ginkgo report key (None when it has none).
+    :param files: more files of the run, copied as they are: the key of each, by its name relative to
+        the run's folder (e.g. ``profiles/<scenario>/cpu.pb.gz``); one that is gone is left out.
     """
     keys = published_keys(prefix=prefix, run_id=run_id)
     try:
@@ -75,6 +78,10 @@ def publish_run(
             )
             report.seek(0)
             bucket.upload(key=keys.ginkgo_report, fileobj=report)
+        for file, source in files.items():
+            data = bucket.read_bytes(source)
+            if data is not None:
+                bucket.write_bytes(key=keys.beside(file), data=data, content_type=BINARY_CONTENT_TYPE)
         bucket.write_text(key=keys.metrics, text=metrics_text)
         bucket.write_text(key=keys.verdicts, text=json.dumps(verdicts, indent=2))
         bucket.write_text(key=keys.results, text=json.dumps(results, indent=2))

@@ -3,8 +3,8 @@
 Test entries are the suite's own (``test_name``, ``status``, ``details`` exactly as written), so the
 dashboard plots them; a scenario that failed, did not run or was skipped adds an entry named after the
 scenario, with its status and the reason (and a failure's kind), so it is never silently absent.
-Beyond the dashboard's fields (it ignores them): ``results.failure_kind`` and the manifest entry's
-``verdict``, ``failure_kind``, ``failed_scenarios`` and ``not_run_scenarios``.
+Beyond the dashboard's fields (it ignores them): ``results.failure_kind``, ``profiles`` and the manifest
+entry's ``verdict``, ``failure_kind``, ``failed_scenarios`` and ``not_run_scenarios``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kai_scale.cluster.kai_tuning import TuningPatch
+from kai_scale.profiles.collection import RunProfiles
 from kai_scale.publishing.run_summary import ScenarioEntry, run_failure_kind, run_status
 from kai_scale_model.scenario import GinkgoRun, Scenario
 
@@ -91,12 +92,16 @@ def _tests(entry: ScenarioEntry) -> list[dict[str, Any]]:
     return tests
 
 
-def results_document(*, metadata: RunMetadata, entries: Sequence[ScenarioEntry]) -> dict[str, Any]:
+def results_document(
+    *, metadata: RunMetadata, entries: Sequence[ScenarioEntry], profiles: RunProfiles | None = None
+) -> dict[str, Any]:
     """``results.json``: ``{"metadata": {...}, "results": {"status", "failure_kind", "tests": [...]}}``.
 
     ``status`` is the run's (``run_summary.run_status``): ``success``, ``failure`` or ``incomplete``.
+    With ``profiles`` (runs published before profiles existed have none), ``"profiles"``: per scenario,
+    its ``ScenarioProfiles`` (each profile's summary and pprof file, or why it is missing).
     """
-    return {
+    document: dict[str, Any] = {
         "metadata": asdict(metadata),
         "results": {
             "status": run_status(entries),
@@ -104,6 +109,9 @@ def results_document(*, metadata: RunMetadata, entries: Sequence[ScenarioEntry])
             "tests": [test for entry in entries for test in _tests(entry)],
         },
     }
+    if profiles is not None:
+        document["profiles"] = profiles.model_dump(mode="json")["scenarios"]
+    return document
 
 
 def manifest_entry(

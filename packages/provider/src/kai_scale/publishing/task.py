@@ -13,9 +13,16 @@ from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.cluster_errors import ClusterError
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.metrics.collection import metrics_to_publish, missing_scenarios, public_metrics
-from kai_scale.object_keys import published_keys, run_metrics_key, run_summary_key
+from kai_scale.object_keys import (
+    published_keys,
+    run_file_key,
+    run_metrics_key,
+    run_profiles_key,
+    run_summary_key,
+)
 from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
 from kai_scale.params import image_reference
+from kai_scale.profiles.collection import profile_files, profiles_to_publish
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import (
     RunMetadata,
@@ -105,6 +112,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
             run_id=run_id, params=params, entries=entries, runner_image=runner_image, image_ids=image_ids
         )
         metrics_text = bucket.read_text(run_metrics_key(run_id))
+        profiles_text = bucket.read_text(run_profiles_key(run_id))
 
     with ClusterHook(conn_id=settings.kubernetes_conn_id) as cluster:
         deployed = _deployed_state(cluster)
@@ -124,7 +132,13 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         runner_image_ids=image_ids,
     )
     selected = [s for s in scenarios if s.name in params["scenarios"]]
-    results = results_document(metadata=metadata, entries=entries)
+    profiles = profiles_to_publish(
+        profiles_text,
+        run_id=run_id,
+        scenarios=[s.name for s in selected],
+        source=f"s3://{settings.results_bucket}/{run_profiles_key(run_id)}",
+    )
+    results = results_document(metadata=metadata, entries=entries, profiles=profiles)
     # Imported here: Otava and SciPy cost ~0.5 s, which every parse of the DAG file would pay.
     from kai_scale.publishing.verdicts_step import detail_rules, judge_run  # noqa: PLC0415
 
@@ -169,6 +183,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         metrics_text=json.dumps(public_metrics(metrics)),
         verdicts=verdicts.model_dump(mode="json"),
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
+        files={file: run_file_key(run_id, file) for file in profile_files(profiles)},
         entry=manifest_entry(
             run_id=run_id,
             results_key=published_keys(prefix=settings.results_prefix, run_id=run_id).results,
@@ -183,7 +198,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"
     log.info(
-        "published %s (+ ginkgo-report.json, metrics.json, verdicts.json) and its entry in %s",
+        "published %s (+ ginkgo-report.json, metrics.json, verdicts.json, profiles) and its entry in %s",
         where,
         published.manifest_key,
     )

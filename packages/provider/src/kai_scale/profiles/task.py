@@ -1,0 +1,106 @@
+"""Profiles in the ``collect_metrics`` task: each selected scenario's, over the window of its metrics."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+from kai_scale.hooks.pyroscope import PyroscopeHook
+from kai_scale.hooks.results_bucket import BINARY_CONTENT_TYPE, ResultsBucketHook
+from kai_scale.metrics.collection import Window
+from kai_scale.object_keys import run_file_key, run_profiles_key
+from kai_scale.profiles.collection import (
+    ProfileType,
+    RunProfiles,
+    collect_scenario,
+    queryable_at,
+)
+from kai_scale.profiles.pyroscope_api import PyroscopeClient, PyroscopeError
+from kai_scale_model import kai
+
+log = logging.getLogger(__name__)
+
+
+class ProfileFetcher:
+    """Fetches merged profiles through one client, connected at the first fetch.
+
+    Once Pyroscope is found unreachable (or its connection undefined), every later fetch fails with
+    the same error at once: a night's profiles do not each wait out the connection retries.
+    """
+
+    def __init__(self, connect: Callable[[], PyroscopeClient]) -> None:
+        self._connect = connect
+        self._client: PyroscopeClient | None = None
+        self._unreachable: PyroscopeError | None = None
+
+    def __call__(self, profile_type: ProfileType, window: Window) -> bytes:
+        """KAI's scheduler's merged profile of ``profile_type`` over ``window``, as Pyroscope sent it."""
+        if self._unreachable is not None:
+            raise self._unreachable
+        try:
+            if self._client is None:
+                self._client = self._connect()
+            return self._client.merged_profile(
+                profile_type=profile_type.pyroscope_id,
+                service=kai.SCHEDULER_NAME,
+                start=window.start,
+                end=window.end,
+            )
+        except PyroscopeError as error:
+            if error.unreachable:
+                self._unreachable = error
+            raise
+
+    def close(self) -> None:
+        """Close the client's connections, if it connected."""
+        if self._client is not None:
+            self._client.__exit__()
+
+
+def collect_profiles(
+    *,
+    pyroscope_conn_id: str,
+    bucket: ResultsBucketHook,
+    run_id: str,
+    windows: Mapping[str, Window | None],
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    sleep: Callable[[float], None] = time.sleep,
+) -> RunProfiles:
+    """Write ``runs/<run-id>/profiles.json`` and the pprof files it names; return the document.
+
+    Waits until Pyroscope can answer for the last window (``QUERYABLE_AFTER``). Pyroscope's problems
+    mark profiles missing; only the bucket's fail the task.
+    """
+    key = run_profiles_key(run_id)
+    with bucket.errors_named(f"clear {key}"):
+        # An earlier try's profiles must not be published as this try's if this one dies unwritten.
+        bucket.delete(key)
+    ready = queryable_at(windows)
+    if ready is not None and (wait := (ready - now()).total_seconds()) > 0:
+        log.info("profiles: waiting %.0f s for Pyroscope to make the last window queryable", wait)
+        sleep(wait)
+    pyroscope = ProfileFetcher(PyroscopeHook(pyroscope_conn_id=pyroscope_conn_id).get_conn)
+    try:
+        collected = {
+            name: collect_scenario(pyroscope, scenario=name, service=kai.SCHEDULER_NAME, window=window)
+            for name, window in windows.items()
+        }
+    finally:
+        pyroscope.close()
+    document = RunProfiles(run_id=run_id, scenarios={name: c.entry for name, c in collected.items()})
+    with bucket.errors_named(f"write the profiles of run {run_id}"):
+        for scenario in collected.values():
+            for file, data in scenario.files.items():
+                bucket.write_bytes(
+                    key=run_file_key(run_id, file), data=data, content_type=BINARY_CONTENT_TYPE
+                )
+        bucket.write_text(key=key, text=json.dumps(document.model_dump(mode="json")))
+    for name, entry in document.scenarios.items():
+        log.info("%s: profiles %s%s", name, entry.status, f" ({entry.reason})" if entry.reason else "")
+        for profile, found in entry.profiles.items():
+            if found.status == "missing":
+                log.info("  %s: %s", profile, found.reason)
+    return document
