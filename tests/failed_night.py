@@ -12,11 +12,13 @@ from typing import Any
 from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry, run_summary
 from kai_scale.verdicts.change_points import DEFAULT_METHOD
 from kai_scale.verdicts.comparison import compare_runs
-from kai_scale.verdicts.document import Verdicts, verdicts_document
+from kai_scale.verdicts.document import Verdicts, verdicts_document, with_profiles
 from kai_scale.verdicts.history import HistoricRun
+from kai_scale.verdicts.profile_comparison import compare_cpu_profiles
 from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import evaluate_thresholds
 from kai_scale_model.outcome import Status
+from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3, fixture
 
 RUN_ID = "20261122T020000Z-scheduled-1a2b3c4d"
 FILL = "Fill Cluster with single GPU Jobs"
@@ -75,6 +77,15 @@ def failed_night_documents() -> tuple[RunSummary, Verdicts]:
         comparison=compare_runs(current=fill(490.0), previous=history[-1]),
         previous_run_ids={"sanity-fill-cluster": history[-1].run_id},
         method=DEFAULT_METHOD,
+    )
+    # The scheduler's CPU went to main.light more than in the previous run (tests/unit/provider/profiles).
+    profile = compare_cpu_profiles(
+        run=fixture(HEAVY1), baseline=fixture(HEAVY3), baseline_run_id=history[-1].run_id
+    )
+    verdicts = with_profiles(
+        verdicts,
+        comparisons={"sanity-fill-cluster": profile},
+        scenario_tests={"sanity-fill-cluster": [FILL]},
     )
     entries = [
         _entry("sanity-fill-cluster", "success", None),

@@ -1,4 +1,4 @@
-"""The monitoring stack as the pipeline's setup installs it: kube-prometheus-stack from its chart.
+"""The monitoring stack as the pipeline's setup installs it: kube-prometheus-stack and Pyroscope.
 
 Its images are built from their Go modules (localenv/images.sh); the local chart values profile turns
 off what is not built here (include/manifests/chart-values/local.yaml).
@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 
 from kai_scale.metrics.prometheus_api import PrometheusClient
+from localenv import pins
 from localenv.node import NODE_NAME
 from tests.waiting import wait_for
 
@@ -19,6 +20,7 @@ BUILT_IMAGES = {
     "quay.io/prometheus-operator/prometheus-config-reloader:v0.76.1",
     "quay.io/prometheus/prometheus:v2.54.1",
     "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0",
+    f"grafana/pyroscope:{pins.pyroscope_version()}",
 }
 
 

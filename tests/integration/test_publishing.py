@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 
 from kai_scale.hooks.results_bucket import BucketError, ObjectChanged, ResultsBucketHook
-from kai_scale.object_keys import manifest_key, published_keys
+from kai_scale.object_keys import manifest_key, published_keys, run_file_key
+from kai_scale.profiles.collection import CPU_PROFILE, profile_file
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
+from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
@@ -340,12 +342,18 @@ def _fill(seconds: float) -> list[dict[str, Any]]:
     ]
 
 
-def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() -> None:
-    """Thirty nights of ~400 s Fill Cluster times at 500 nodes, then three at ~480 s (+20 %)."""
+def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_names_what_grew() -> None:
+    """Thirty nights of ~400 s Fill Cluster times at 500 nodes, then three at ~480 s (+20 %).
+
+    The last night before it published the scheduler's CPU profile ``cpu_heavy3`` (main.heavy spins 3
+    units per unit of main.light); the run's is ``cpu_heavy1`` (1 unit each): main.light's share grew.
+    """
     store = _store()
     prefix = f"test-{uuid.uuid4().hex[:8]}/Public/"
     noise = random.Random(7)
     times = [400 * (1 + noise.uniform(-0.05, 0.05)) for _ in range(30)] + [480.0, 484.0]
+    cpu = profile_file("sanity-fill-cluster", CPU_PROFILE)
+    store.write_bytes(key=f"{prefix}in/cpu.pb.gz", data=HEAVY3.read_bytes(), content_type="application/gzip")
     for night, seconds in enumerate(times):
         run_id = f"2026{night:04d}-scheduled"
         entry = {
@@ -354,7 +362,11 @@ def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() ->
             "node_count": 500,
         }
         results = {"metadata": {}, "results": {"status": "success", "tests": _fill(seconds)}}
-        _publish(store, prefix, run_id, results=results, entry=entry)
+        files = {cpu: f"{prefix}in/cpu.pb.gz"} if night == len(times) - 1 else {}
+        _publish(store, prefix, run_id, results=results, entry=entry, files=files)
+    store.write_bytes(
+        key=run_file_key("20260099-scheduled", cpu), data=HEAVY1.read_bytes(), content_type="application/gzip"
+    )
     scenario = Scenario.model_validate(
         {
             "name": "sanity-fill-cluster",
@@ -384,3 +396,10 @@ def test_a_run_slower_than_its_history_is_judged_and_breaches_its_threshold() ->
     assert detail["comparison"]["previous"] == 484.0
     assert verdicts["previous_run_ids"] == {"sanity-fill-cluster": "20260031-scheduled"}
     assert any("regressed since run" in reason for reason in verdicts["reasons"])
+    profile = verdicts["profiles"]["sanity-fill-cluster"]
+    assert (profile["flagged"], profile["reason"]) == (True, None)
+    grew = profile["comparison"]["cumulative_grew"]
+    assert grew[0]["function"] == "main.light", grew
+    (named,) = [reason for reason in verdicts["reasons"] if "KAI's scheduler" in reason]
+    assert named.startswith("sanity-fill-cluster: KAI's scheduler CPU "), named
+    assert "vs baseline 20260031-scheduled; grew most: main.light +" in named, named

@@ -35,8 +35,11 @@ import pytest
 from kubernetes import client
 
 from kai_scale.metrics.profile import load_profile
-from kai_scale.object_keys import scenario_outputs
+from kai_scale.object_keys import published_keys, scenario_outputs
 from kai_scale.operators.scenario_pod import scenario_task_id
+from kai_scale.profiles.collection import PROFILE_TYPES
+from kai_scale.profiles.pprof import decode_profile
+from kai_scale.profiles.summary import function_values, summarize
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
 from localenv import settings as localenv_settings
@@ -63,6 +66,7 @@ from tests.integration.airflow_deployment.nights import (
     NOTHING_LEFT,
     REATTACHED,
     RECIPIENTS,
+    RESULTS_PREFIX,
     RUN_ALERT_AFTER,
     RUN_ALERT_AFTER_SECONDS,
     Night,
@@ -85,6 +89,8 @@ SUITE_TESTS = {
     },
 }
 # A Go duration as KAI's suite writes it (time.Duration's String()), e.g. "1m2.5s" or "13.3s".
+# The Go module of KAI's scheduler: its functions' names begin with it.
+KAI_MODULE = "github.com/kai-scheduler/KAI-scheduler/"
 GO_DURATION = re.compile(r"^(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)$")
 
 
@@ -457,6 +463,29 @@ def test_the_first_night_runs_kais_suite_and_publishes_it(
     (entry,) = published["entries"]
     assert (entry["status"], entry["node_count"]) == ("success", NODE_COUNT)
     assert first_night.leftovers == NOTHING_LEFT, "its teardown removed its pool, nodes, pods, namespaces"
+
+
+def test_the_first_night_publishes_kais_scheduler_profiles_of_each_scenario(first_night: Night) -> None:
+    """Read from the Pyroscope the night's setup installed, where KAI's scheduler pushed them.
+
+    Each file is the profile of KAI's scheduler (its functions in it) that its summary in results.json
+    describes, as ``go tool pprof`` would open it.
+    """
+    published = published_run(first_night.pipeline_run_id)
+    keys = published_keys(prefix=RESULTS_PREFIX, run_id=first_night.pipeline_run_id)
+    s3 = boto3.client("s3")  # endpoint and credentials from the AWS_* variables of the local environment
+    for scenario in first_night.scenarios:
+        entry = published["results"]["profiles"][scenario]
+        assert (entry["status"], entry["service"]) == ("collected", "kai-scheduler"), entry
+        for name, collected in entry["profiles"].items():
+            key = keys.beside(collected["file"])
+            data = s3.get_object(Bucket=localenv_settings.DEFAULT_BUCKET, Key=key)["Body"].read()
+            profile = decode_profile(data)
+            summary = summarize(profile, PROFILE_TYPES[name].sample_type)
+            assert summary.model_dump(mode="json") == collected["summary"], f"{scenario} {name}"
+            assert summary.total > 0, f"{scenario} {name}"
+            kais = [f for f in function_values(profile, summary.sample_type).cumulative if KAI_MODULE in f]
+            assert kais, f"KAI's scheduler's own functions in its {name} profile of {scenario}"
 
 
 def _suite_results_as_written(

@@ -51,6 +51,12 @@ def test_a_bad_night_names_each_failed_scenario_breach_and_regression_with_numbe
     assert regression.startswith(f"  - {FILL!r} / 'time': 395.683 -> 484.667 (+22.5 %, lower is better, p=")
     assert regression.endswith("since run 20260030-scheduled")
     assert "Regressions (1; before -> after, durations in seconds):" in lines
+    changed = lines.index(
+        "Where KAI's scheduler spent its CPU differently (1; cumulative shares of its CPU profile against "
+        "the previous run's):"
+    )
+    assert lines[changed + 1].startswith("  - sanity-fill-cluster: CPU "), lines[changed + 1]
+    assert "vs baseline 20260031-scheduled; grew most: main.light +" in lines[changed + 1]
     assert f"  - threshold on {FILL!r} / 'jobs': the run produced no such detail" in lines
     assert f"  - {PUBLISH_FAILED.task_id}: {PUBLISH_FAILED.error}" in lines
     assert "  - run_reclaim: no error recorded (see its log)" in lines

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
+from kai_scale.alerts.findings import findings
 from kai_scale.verdicts.change_points import ChangePoint, Method
 from kai_scale.verdicts.comparison import DetailComparison
-from kai_scale.verdicts.document import Verdicts, VerdictsError, verdicts_document
+from kai_scale.verdicts.document import Verdicts, VerdictsError, verdicts_document, with_profiles
+from kai_scale.verdicts.profile_comparison import compare_cpu_profiles, cpu_change_sentence
 from kai_scale.verdicts.regressions import RegressionFinding
 from kai_scale.verdicts.thresholds import ThresholdFinding
+from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3, fixture
 
 # verdicts.json exactly as publish_results wrote it before the document was a model (json.dumps of the
 # dict, indent 2), from the findings below: a detail compared, bounded and regressed, one only bounded
@@ -113,11 +116,14 @@ def _document() -> Verdicts:
 
 
 def test_verdicts_are_written_as_they_always_were_and_read_back_unchanged() -> None:
+    """Key for key as before profiles existed, then ``profiles``; a document of before reads back."""
     document = _document()
-    assert json.dumps(document.model_dump(mode="json"), indent=2) + "\n" == WRITTEN
+    written = document.model_dump(mode="json")
+    assert written.pop("profiles") == {}, "the last key, none compared"
+    assert json.dumps(written, indent=2) + "\n" == WRITTEN
     read = Verdicts.read(json.loads(WRITTEN), source="Public/r/verdicts.json")
     assert read == document
-    assert json.dumps(read.model_dump(mode="json"), indent=2) + "\n" == WRITTEN
+    assert Verdicts.read(document.model_dump(mode="json"), source="XCom verdicts") == document
 
 
 def test_what_was_not_found_about_a_detail_has_no_key() -> None:
@@ -152,3 +158,35 @@ def test_a_malformed_or_truncated_document_is_refused_naming_its_source_and_fiel
     change(written)
     with pytest.raises(VerdictsError, match=f"^verdicts Public/r/verdicts.json: .*{re.escape(field)}"):
         Verdicts.read(written, source="Public/r/verdicts.json")
+
+
+def test_a_flagged_scenario_compared_with_its_previous_run_names_what_grew() -> None:
+    """Its test breached a threshold; its CPU profile is cpu_heavy1 against the baseline's cpu_heavy3."""
+    comparison = compare_cpu_profiles(run=fixture(HEAVY1), baseline=fixture(HEAVY3), baseline_run_id="r31")
+    judged = with_profiles(
+        _document(),
+        comparisons={"sanity-fill-cluster": comparison, "reclaim": "no previous comparable run"},
+        scenario_tests={"sanity-fill-cluster": ["Fill Cluster with single GPU Jobs"], "reclaim": ["Reclaim"]},
+    )
+    assert judged.test_verdicts["Fill Cluster with single GPU Jobs"] == "threshold"
+    fill, reclaim = judged.profiles["sanity-fill-cluster"], judged.profiles["reclaim"]
+    assert (fill.flagged, fill.comparison, fill.reason) == (True, comparison, None)
+    assert (reclaim.comparison, reclaim.reason) == (None, "no previous comparable run")
+    assert judged.reasons == (
+        *_document().reasons,
+        f"sanity-fill-cluster: KAI's scheduler {cpu_change_sentence(comparison)}",
+    )
+    assert "grew most: main.light +" in judged.reasons[-1]
+    found = findings(summary=None, verdicts=judged)
+    (change,) = found.profile_changes
+    assert (change.scenario, change.grew[0]) == ("sanity-fill-cluster", "main.light")
+
+
+def test_a_scenario_not_flagged_keeps_its_comparison_out_of_the_reasons() -> None:
+    comparison = compare_cpu_profiles(run=fixture(HEAVY1), baseline=fixture(HEAVY3), baseline_run_id="r31")
+    judged = with_profiles(
+        _document(), comparisons={"reclaim": comparison}, scenario_tests={"reclaim": ["Reclaim"]}
+    )
+    assert not judged.profiles["reclaim"].flagged
+    assert judged.reasons == _document().reasons
+    assert findings(summary=None, verdicts=judged).profile_changes == ()

@@ -3,8 +3,8 @@
 The run summary (``runs/<run-id>/run-summary.json``) names the failed scenarios and those that did not
 run; the verdicts document
 (``Public/<run-id>/verdicts.json``) holds, per test and detail, the threshold finding, the change
-point and the comparison with the previous run. Values of duration details are in seconds, as the
-verdicts document keeps them.
+point and the comparison with the previous run, and per scenario its CPU profile of KAI's scheduler
+against that run's. Values of duration details are in seconds, as the verdicts document keeps them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kai_scale.publishing.run_summary import RunSummary, ScenarioEntry
 from kai_scale.verdicts.document import Verdict, Verdicts
+from kai_scale.verdicts.profile_comparison import cpu_change_sentence
 from kai_scale_model.outcome import FailureKind
 
 
@@ -81,6 +82,18 @@ class Regression:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProfileChange:
+    """Where KAI's scheduler spent its CPU differently in a flagged scenario than in its previous run."""
+
+    scenario: str
+    """The scenario, flagged by a threshold or a regression of one of its tests."""
+    change: str
+    """``cpu_change_sentence``: the CPU's change and the functions whose share grew most."""
+    grew: tuple[str, ...]
+    """Those functions, largest growth first."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Findings:
     """Everything in a run's summary and verdicts that an alert reports."""
 
@@ -96,6 +109,8 @@ class Findings:
     """Thresholds on a test or detail the run did not produce."""
     regressions: tuple[Regression, ...]
     """Regressions against the run's history."""
+    profile_changes: tuple[ProfileChange, ...]
+    """Per flagged scenario whose CPU profile was compared, what grew."""
 
 
 def _reason(entry: ScenarioEntry) -> str:
@@ -155,4 +170,13 @@ def findings(*, summary: RunSummary | None, verdicts: Verdicts | None) -> Findin
         breaches=tuple(breaches),
         thresholds_on_nothing=tuple(on_nothing),
         regressions=tuple(regressions),
+        profile_changes=tuple(
+            ProfileChange(
+                scenario=scenario,
+                change=cpu_change_sentence(profile.comparison),
+                grew=tuple(c.function for c in profile.comparison.cumulative_grew),
+            )
+            for scenario, profile in (verdicts.profiles if verdicts else {}).items()
+            if profile.flagged and profile.comparison is not None
+        ),
     )

@@ -203,6 +203,11 @@ def failed_run_alert(
             ],
             f"before -> after, {SECONDS}",
         ),
+        *_section(
+            "Where KAI's scheduler spent its CPU differently",
+            [f"  - {p.scenario}: {p.change}" for p in found.profile_changes],
+            "cumulative shares of its CPU profile against the previous run's",
+        ),
         *_section("Thresholds on nothing", [_breach_line(b) for b in found.thresholds_on_nothing]),
         *_section(
             "Failed tasks",
@@ -226,6 +231,7 @@ def failed_run_alert(
             "not_run_scenarios": [asdict(s) for s in found.not_run_scenarios],
             "threshold_breaches": [asdict(b) for b in found.breaches],
             "regressions": [asdict(r) for r in found.regressions],
+            "profile_changes": [asdict(p) for p in found.profile_changes],
             "thresholds_on_nothing": [asdict(b) for b in found.thresholds_on_nothing],
             "failed_tasks": [asdict(t) for t in failed_tasks],
             "unread": unread,

@@ -40,6 +40,8 @@ PROFILE_TYPES: Final = {
     "alloc_space": ProfileType("memory:alloc_space:bytes:space:bytes", "alloc_space"),
     "inuse_space": ProfileType("memory:inuse_space:bytes:space:bytes", "inuse_space"),
 }
+# The profile the verdicts compare with the previous run's.
+CPU_PROFILE: Final = "cpu"
 # Pyroscope makes fresh profiles queryable once its segments are merged (about a minute here), and
 # caches an empty answer for a minute: a window is read only this long after it ended.
 QUERYABLE_AFTER: Final = timedelta(seconds=90)

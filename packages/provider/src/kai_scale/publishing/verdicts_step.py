@@ -1,8 +1,8 @@
 """Judging a run before it is published: its history read from the bucket, the pure verdicts applied.
 
 Reads the manifest, the ``results.json`` of the last runs at the same node count (the successful ones
-are the history; each scenario is compared with the newest in which it produced results) and
-``acknowledgements.json``; the maths is ``kai_scale.verdicts``.
+are the history; each scenario is compared with the newest in which it produced results, and so is
+its CPU profile of KAI's scheduler) and ``acknowledgements.json``; the maths is ``kai_scale.verdicts``.
 """
 
 from __future__ import annotations
@@ -13,15 +13,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.object_keys import acknowledgements_key
+from kai_scale.object_keys import acknowledgements_key, published_keys_beside, run_file_key
+from kai_scale.profiles.collection import CPU_PROFILE, profile_file
+from kai_scale.profiles.pprof import Profile, ProfileError, decode_profile
 from kai_scale.publishing.manifest import ManifestError, empty_manifest
 from kai_scale.publishing.published_history import read_manifest, read_run
 from kai_scale.verdicts.acknowledgements import Acknowledgement, parse_acknowledgements
 from kai_scale.verdicts.change_points import DEFAULT_METHOD, Method
 from kai_scale.verdicts.comparison import compare_runs
 from kai_scale.verdicts.directions import DetailRule, default_rule
-from kai_scale.verdicts.document import Verdicts, verdicts_document
+from kai_scale.verdicts.document import Verdicts, verdicts_document, with_profiles
 from kai_scale.verdicts.history import HistoricRun, comparable_entries, earlier_entries, previous_runs
+from kai_scale.verdicts.profile_comparison import ProfileComparison, compare_cpu_profiles
 from kai_scale.verdicts.regressions import find_regressions
 from kai_scale.verdicts.thresholds import ThresholdFinding, evaluate_thresholds
 from kai_scale_model.scenario import Scenario
@@ -37,6 +40,8 @@ class _EarlierRuns:
     """The last successful runs: the history the details are judged against."""
     compared_with: list[HistoricRun]
     """The last runs whatever their status: where each scenario's previous run is looked for."""
+    results_keys: dict[str, str]
+    """Each run's ``results.json`` (its manifest entry's path), by run id: its files sit beside it."""
 
 
 def _earlier_runs(
@@ -60,10 +65,52 @@ def _earlier_runs(
                 read[path] = read_run(bucket, entry)
         return [run for entry in entries if (run := read[str(entry.get("path", ""))]) is not None]
 
+    compared = earlier_entries(manifest, run_id=run_id, node_count=node_count)[-last:]
     return _EarlierRuns(
         judged_against=runs(comparable_entries(manifest, run_id=run_id, node_count=node_count, last=last)),
-        compared_with=runs(earlier_entries(manifest, run_id=run_id, node_count=node_count)[-last:]),
+        compared_with=runs(compared),
+        results_keys={str(entry.get("run_id")): str(entry.get("path", "")) for entry in compared},
     )
+
+
+def _cpu_profile(bucket: ResultsBucketHook, key: str, whose: str) -> Profile | str:
+    """The CPU profile at ``key``, or why there is none."""
+    data = bucket.read_bytes(key)
+    if data is None:
+        return f"{whose} has no CPU profile ({key})"
+    try:
+        return decode_profile(data)
+    except ProfileError as error:
+        return f"{whose}'s CPU profile ({key}) is unreadable: {error}"
+
+
+def _profile_comparisons(
+    bucket: ResultsBucketHook,
+    *,
+    run_id: str,
+    previous: Mapping[str, HistoricRun | None],
+    earlier: _EarlierRuns,
+) -> dict[str, ProfileComparison | str]:
+    """Each scenario's CPU profile against its previous comparable run's, or why it is not compared."""
+    comparisons: dict[str, ProfileComparison | str] = {}
+    for scenario, before in previous.items():
+        file = profile_file(scenario, CPU_PROFILE)
+        if before is None:
+            comparisons[scenario] = "no previous comparable run"
+            continue
+        run = _cpu_profile(bucket, run_file_key(run_id, file), "this run")
+        baseline_key = published_keys_beside(earlier.results_keys.get(before.run_id, "")).beside(file)
+        baseline = _cpu_profile(bucket, baseline_key, f"run {before.run_id}")
+        if isinstance(run, str) or isinstance(baseline, str):
+            comparisons[scenario] = run if isinstance(run, str) else str(baseline)
+            continue
+        try:
+            comparisons[scenario] = compare_cpu_profiles(
+                run=run, baseline=baseline, baseline_run_id=before.run_id
+            )
+        except ProfileError as error:
+            comparisons[scenario] = f"not comparable: {error}"
+    return comparisons
 
 
 def _acknowledgements(bucket: ResultsBucketHook, *, prefix: str) -> list[Acknowledgement]:
@@ -129,7 +176,7 @@ def judge_run(
         rules=detail_rules(scenarios) if rules is None else rules,
     )
     previous = previous_runs(scenario_tests, earlier=earlier.compared_with)
-    return verdicts_document(
+    verdicts = verdicts_document(
         run_id=run_id,
         node_count=node_count,
         tests=tests,
@@ -142,4 +189,11 @@ def judge_run(
         ],
         previous_run_ids={scenario: run.run_id if run else None for scenario, run in previous.items()},
         method=method,
+    )
+    return with_profiles(
+        verdicts,
+        comparisons=_profile_comparisons(bucket, run_id=run_id, previous=previous, earlier=earlier),
+        scenario_tests={
+            scenario: [str(t["test_name"]) for t in own] for scenario, own in scenario_tests.items()
+        },
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
+from kai_scale.verdicts.profile_comparison import ProfileComparison, cpu_change_sentence
 from kai_scale.verdicts.thresholds import ThresholdFinding
 from kai_scale_model.validation import problems
 
@@ -83,6 +84,17 @@ class MethodEntry(_Document):
     ack_tolerance: int
 
 
+class ProfileVerdict(_Document):
+    """A scenario's CPU profile of KAI's scheduler against its previous comparable run's."""
+
+    comparison: ProfileComparison | None
+    """None: not compared (``reason`` says why)."""
+    reason: str | None
+    """Why not compared (no profile of the run or of that run, none readable, no previous run)."""
+    flagged: bool
+    """The scenario has a test judged ``threshold`` or ``regression``: its alert names the growers."""
+
+
 class Verdicts(_Document):
     """``verdicts.json``: the verdict, one-line reasons, and per test and detail what was found."""
 
@@ -100,6 +112,8 @@ class Verdicts(_Document):
     tests: dict[str, dict[str, JudgedDetail]]
     """By test name and detail. A threshold on a test the run did not produce has no entry: it is in
     ``reasons``."""
+    profiles: dict[str, ProfileVerdict] = {}
+    """By scenario with test entries; runs judged before profiles existed have none."""
 
     @classmethod
     def read(cls, document: object, *, source: str) -> Verdicts:
@@ -108,6 +122,38 @@ class Verdicts(_Document):
             return cls.model_validate(document)
         except ValidationError as error:
             raise VerdictsError(f"verdicts {source}: {problems(error)}") from error
+
+
+def with_profiles(
+    verdicts: Verdicts,
+    *,
+    comparisons: Mapping[str, ProfileComparison | str],
+    scenario_tests: Mapping[str, Sequence[str]],
+) -> Verdicts:
+    """``verdicts`` with each scenario's profile comparison, and a reason per flagged one compared.
+
+    :param comparisons: by scenario, its comparison or why there is none.
+    :param scenario_tests: by scenario, the names of its test entries (whose verdicts flag it).
+    """
+    flagged = {
+        scenario
+        for scenario, names in scenario_tests.items()
+        if any(verdicts.test_verdicts.get(name) in ("threshold", "regression") for name in names)
+    }
+    profiles = {
+        scenario: ProfileVerdict(
+            comparison=found if isinstance(found, ProfileComparison) else None,
+            reason=found if isinstance(found, str) else None,
+            flagged=scenario in flagged,
+        )
+        for scenario, found in comparisons.items()
+    }
+    growers = [
+        f"{scenario}: KAI's scheduler {cpu_change_sentence(profile.comparison)}"
+        for scenario, profile in profiles.items()
+        if profile.flagged and profile.comparison is not None
+    ]
+    return verdicts.model_copy(update={"profiles": profiles, "reasons": (*verdicts.reasons, *growers)})
 
 
 def overall_verdict(
