@@ -21,7 +21,7 @@ from kai_scale.profiles.collection import (
     profiles_to_publish,
     queryable_at,
 )
-from kai_scale.profiles.pprof import decode_profile
+from kai_scale.profiles.pprof import ProfileMessage, decode_profile
 from kai_scale.profiles.pyroscope_api import PyroscopeClient, PyroscopeError
 from kai_scale.profiles.task import ProfileFetcher
 from tests.unit.provider.profiles.builder import HEAP, HEAVY3, profile_bytes
@@ -81,6 +81,22 @@ def test_a_window_without_samples_a_refusal_and_an_answer_that_is_no_profile_eac
     assert reasons["alloc_space"] == str(refused)
     assert reasons["inuse_space"].startswith("Pyroscope's answer is no profile: ")
     assert collected.files == {}
+
+
+def test_pyroscopes_answers_for_a_window_without_data_are_no_samples() -> None:
+    """As it answers here: an empty body, or a profile of one unnamed sample type and no samples.
+
+    And samples whose values are all 0.
+    """
+    unnamed = ProfileMessage(string_table=[""])
+    unnamed.sample_type.add(type=0, unit=0)
+    zeros = profile_bytes([(("main.idle",), (0,))], sample_types=[("inuse_space", "bytes")])
+    fetch = _answers({"cpu": b"", "alloc_space": unnamed.SerializeToString(), "inuse_space": zeros})
+    entry = collect_scenario(fetch, scenario="fill", service=SERVICE, window=WINDOW).entry
+    assert {p.reason for p in entry.profiles.values() if isinstance(p, MissingProfile)} == {
+        "no samples of kai-scheduler in the window (does its scheduler push to this Pyroscope?)"
+    }
+    assert entry.status == "missing"
 
 
 def test_one_profile_missing_is_a_partial_entry() -> None:

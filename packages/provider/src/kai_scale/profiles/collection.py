@@ -42,9 +42,10 @@ PROFILE_TYPES: Final = {
 }
 # The profile the verdicts compare with the previous run's.
 CPU_PROFILE: Final = "cpu"
-# Pyroscope makes fresh profiles queryable once its segments are merged (about a minute here), and
-# caches an empty answer for a minute: a window is read only this long after it ended.
-QUERYABLE_AFTER: Final = timedelta(seconds=90)
+# pyroscope-go pushes every 15 s and Pyroscope answers for the pushed profiles once it has flushed
+# them: a window ending at T was answered whole from 25 s after T here (docs/benchmarks.md). A window
+# is read only this long after it ended, so no answer is read before it is whole.
+QUERYABLE_AFTER: Final = timedelta(seconds=45)
 PPROF_SUFFIX: Final = ".pb.gz"
 
 
@@ -133,9 +134,15 @@ def collect_scenario(
     profiles: dict[str, CollectedProfile | MissingProfile] = {}
     files: dict[str, bytes] = {}
     for name, profile_type in PROFILE_TYPES.items():
+        no_samples = f"no samples of {service} in the window (does its scheduler push to this Pyroscope?)"
         try:
             data = fetch(profile_type, window)
-            summary = summarize(decode_profile(data), profile_type.sample_type)
+            # No data at all is an empty answer, or one without a sample type.
+            profile = decode_profile(data) if data else None
+            if profile is None or not profile.samples:
+                profiles[name] = MissingProfile(status="missing", reason=no_samples)
+                continue
+            summary = summarize(profile, profile_type.sample_type)
         except PyroscopeError as error:
             profiles[name] = MissingProfile(status="missing", reason=str(error))
             continue
@@ -145,7 +152,6 @@ def collect_scenario(
             )
             continue
         if summary.total == 0:
-            no_samples = f"no samples of {service} in the window (does its scheduler push to this Pyroscope?)"
             profiles[name] = MissingProfile(status="missing", reason=no_samples)
             continue
         file = profile_file(scenario, name)
