@@ -42,11 +42,17 @@ def test_the_pyroscope_server_is_the_chart_image_tag_installs_yaml_pins(
     assert capsys.readouterr().out.strip() == installs.charts["pyroscope"].values["pyroscope.image.tag"]
 
 
-def test_the_scripts_read_helm_from_the_airflow_images_dockerfile(capsys: pytest.CaptureFixture[str]) -> None:
-    """One pin: a user's `docker build` downloads that helm; the local environment builds it."""
+def test_the_scripts_read_the_airflow_images_base_and_helm_from_its_dockerfile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One pin each: a user's `docker build` downloads that helm; the local environment builds it."""
     dockerfile = (REPO / "docker" / "airflow" / "Dockerfile").read_text().splitlines()
-    assert pins.main(["helm"]) == 0
-    assert f"ARG HELM_VERSION={capsys.readouterr().out.strip()}" in dockerfile
+    assert pins.main(["helm", "airflow-base-image", "airflow-chart-archive"]) == 0
+    helm, base, chart_archive = capsys.readouterr().out.splitlines()
+    assert f"ARG HELM_VERSION={helm}" in dockerfile
+    assert base.startswith("docker.io/apache/airflow:")
+    assert f"FROM {base.removeprefix('docker.io/')}" in dockerfile
+    assert chart_archive == f"apache-airflow-chart-{pins.AIRFLOW_CHART_VERSION}.tar.gz"
 
 
 def test_a_dockerfile_without_the_pin_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,3 +62,4 @@ def test_a_dockerfile_without_the_pin_is_named(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(pins.PinError) as missing:
         pins.helm_version()
     assert str(missing.value) == f"{dockerfile}: no line 'ARG HELM_VERSION=<version>'"
+    assert pins.airflow_base_image() == "docker.io/apache/airflow:3.3.2-python3.11"
