@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import yaml
 
+from kai_scale_model.waiting import Deadline, wait_for
 from localenv import postgres, processes, settings
 from localenv.charts import AIRFLOW_CHART
 from localenv.environment import LocalEnvironment
@@ -374,7 +375,9 @@ class AirflowDeployment:
         is the new release's: a replaced dag-processor parses the DAG file until it is gone.
         """
         since = since or datetime.now(UTC)
-        deadline = time.monotonic() + ROLLOUT_TIMEOUT_SECONDS
+        deadline = Deadline(seconds=ROLLOUT_TIMEOUT_SECONDS)
+        # Not wait_for: `kubectl rollout status` waits each poll out itself, and a workload rolled out
+        # hands what is left of the deadline to the next.
         waiting = list(WORKLOADS)
         while waiting:
             rollout = subprocess.run(
@@ -399,18 +402,22 @@ class AirflowDeployment:
                 raise ComponentError(
                     f"airflow: {failing} failed while the release rolled out{self._failure_log(failing)}"
                 )
-            if time.monotonic() > deadline:
+            if deadline.passed():
                 raise ComponentError(
                     f"airflow: {waiting[0]} is not ready after {ROLLOUT_TIMEOUT_SECONDS} s: "
                     f"{rollout.stderr.strip() or rollout.stdout.strip()}{self._diagnosis()}"
                 )
-        while replaced := self._replaced_pods():
-            if time.monotonic() > deadline:
-                raise ComponentError(
-                    f"airflow: {', '.join(replaced)} of the release before still terminating after "
-                    f"{ROLLOUT_TIMEOUT_SECONDS} s"
-                )
-            time.sleep(1)
+        wait_for(
+            self._replaced_pods,
+            until=lambda replaced: not replaced,
+            what="the pods of the release before gone",
+            timeout=deadline.remaining(),
+            interval=1,
+            error=lambda replaced: ComponentError(
+                f"airflow: {', '.join(replaced)} of the release before still terminating after "
+                f"{ROLLOUT_TIMEOUT_SECONDS} s"
+            ),
+        )
 
     def _replaced_pods(self) -> list[str]:
         """The services' pods being deleted (a rolled-out deployment's old pods run out their grace)."""
@@ -588,13 +595,13 @@ class AirflowApi:
         may have reached the server (any error but a refused connection) is tried again only if it
         reads: a trigger sent twice would start two runs.
         """
-        deadline = time.monotonic() + RECONNECT_SECONDS
+        deadline = Deadline(seconds=RECONNECT_SECONDS)
         while True:
             try:
                 return self._request(method, path, **options)
             except httpx.TransportError as error:
                 unsent = isinstance(error, httpx.ConnectError)
-                if time.monotonic() > deadline or not (unsent or method == "GET"):
+                if deadline.passed() or not (unsent or method == "GET"):
                     raise
                 time.sleep(2)
 

@@ -14,9 +14,8 @@ log_dir="$cache_root/build-logs"
 mkdir -p "$log_dir"
 
 # Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files; kwok (the
-# release the pipeline's setup installs) and Prometheus are read where they are pinned (pinned, below).
-# The helm of the Airflow image (docker/airflow/Dockerfile); the tests install local charts with it.
-HELM_VERSION="v3.19.5"
+# release the pipeline's setup installs), Prometheus and helm (the Airflow image's, which the tests
+# install local charts with) are read where they are pinned (pinned, below).
 # The real node's network plugins and the cluster DNS (the CoreDNS release kubeadm 1.34 deploys).
 CNI_PLUGINS_VERSION="v1.9.0"
 COREDNS_VERSION="v1.12.1"
@@ -153,7 +152,8 @@ build_kwok() {
 }
 
 build_helm() {
-  local dir
+  local dir HELM_VERSION
+  HELM_VERSION="$(pinned helm)"
   dir="$cache_root/bin/helm-$HELM_VERSION-$(go env GOVERSION)"
   cached_build helm "$HELM_VERSION" "$dir" helm \
     env GOBIN="$dir.tmp" go install -trimpath \

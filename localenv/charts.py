@@ -82,8 +82,8 @@ VENDOR_CHARTS = (
 # it off (postgresql.enabled: false, an external database).
 AIRFLOW_CHART = VendorChart(
     name="airflow",
-    version="1.21.0",
-    archive="apache-airflow-chart-1.21.0.tar.gz",
+    version=pins.AIRFLOW_CHART_VERSION,
+    archive=pins.airflow_chart_archive(),
     path="apache-airflow/chart",
     oci_repository="airflow.apache.org/charts",
     absent_dependencies=("postgresql",),

@@ -20,6 +20,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
+from kai_scale_model.waiting import wait_for
 from localenv.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowApi, AirflowDeployment
 from localenv.environment import LocalEnvironment
 from localenv.processes import ComponentError
@@ -105,9 +108,8 @@ def wait_for_dag(api: AirflowApi, *, since: datetime | None = None) -> None:
     Raises at once when the DAG file's import failed since then, naming the cause; after
     ``PARSE_TIMEOUT_SECONDS``, naming what the api-server answered last.
     """
-    deadline = time.monotonic() + PARSE_TIMEOUT_SECONDS
-    answer = None
-    while time.monotonic() < deadline:
+
+    def dag_answer() -> httpx.Response:
         # The file's path in the DAG bundle, matched exactly (the whole list may be long).
         failure = import_failure(api.get("/importErrors", params={"filename": DAG_FILE}), since=since)
         if failure:
@@ -115,21 +117,25 @@ def wait_for_dag(api: AirflowApi, *, since: datetime | None = None) -> None:
                 f"airflow: the DAG file does not import in the deployment: {failure}; the whole trace: "
                 f"{api.base_url}/api/v2/importErrors?filename={DAG_FILE} (or the UI's DAG import errors)"
             )
-        answer = api.request("GET", f"/dags/{DAG_ID}")
-        if answer.status_code == 200 and _parsed_since(answer.json(), since):
-            return
-        time.sleep(POLL_SECONDS)
-    if answer is not None and answer.status_code == 200:
-        said = f"last parsed at {answer.json().get('last_parsed_time')}, the upgrade ended at {since}"
-    else:
-        said = (
-            f"the api-server answered {answer.status_code} {answer.text[:200]}"
-            if answer is not None
-            else "no answer"
+        return api.request("GET", f"/dags/{DAG_ID}")
+
+    def not_parsed(answer: httpx.Response) -> ComponentError:
+        if answer.status_code == 200:
+            said = f"last parsed at {answer.json().get('last_parsed_time')}, the upgrade ended at {since}"
+        else:
+            said = f"the api-server answered {answer.status_code} {answer.text[:200]}"
+        return ComponentError(
+            f"airflow: {DAG_ID} not parsed after {PARSE_TIMEOUT_SECONDS} s ({said}); "
+            "see the dag-processor's log: kubectl -n airflow logs deployment/airflow-dag-processor"
         )
-    raise ComponentError(
-        f"airflow: {DAG_ID} not parsed after {PARSE_TIMEOUT_SECONDS} s ({said}); "
-        "see the dag-processor's log: kubectl -n airflow logs deployment/airflow-dag-processor"
+
+    wait_for(
+        dag_answer,
+        until=lambda answer: answer.status_code == 200 and _parsed_since(answer.json(), since),
+        what=f"{DAG_ID} parsed",
+        timeout=PARSE_TIMEOUT_SECONDS,
+        interval=POLL_SECONDS,
+        error=not_parsed,
     )
 
 
@@ -171,13 +177,9 @@ def follow(api: AirflowApi, run_id: str, *, timeout_seconds: float = FOLLOW_TIME
     Raises when it has not finished after ``timeout_seconds`` (a scheduler that never runs it).
     """
     printed: set[str] = set()
-    deadline = time.monotonic() + timeout_seconds
-    while True:
-        if time.monotonic() > deadline:
-            raise ComponentError(
-                f"airflow: run {run_id} not finished after {timeout_seconds / 3600:.0f} h; see the "
-                "scheduler's log: kubectl -n airflow logs deployment/airflow-scheduler"
-            )
+
+    def run_state() -> str:
+        """The run's state, once the tasks that finished since the last look are printed."""
         state = str(api.get(run_path(run_id))["state"])
         for instance in sorted(task_instances(api, run_id), key=lambda ti: ti["end_date"] or ""):
             if instance["state"] in FINISHED_TASK and instance["task_id"] not in printed:
@@ -185,9 +187,19 @@ def follow(api: AirflowApi, run_id: str, *, timeout_seconds: float = FOLLOW_TIME
                 seconds = instance.get("duration")
                 took = f" ({seconds:.0f} s)" if seconds is not None else ""
                 print(f"  {instance['state']:<16} {instance['task_id']}{took}", flush=True)
-        if state in FINISHED_RUN:
-            return state
-        time.sleep(POLL_SECONDS)
+        return state
+
+    return wait_for(
+        run_state,
+        until=lambda state: state in FINISHED_RUN,
+        what=f"run {run_id} finished",
+        timeout=timeout_seconds,
+        interval=POLL_SECONDS,
+        error=lambda _: ComponentError(
+            f"airflow: run {run_id} not finished after {timeout_seconds / 3600:.0f} h; see the "
+            "scheduler's log: kubectl -n airflow logs deployment/airflow-scheduler"
+        ),
+    )
 
 
 def run_summary(api: AirflowApi, run_id: str) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from kai_scale_model.node_pool import NODEPOOL_CRD
+from kai_scale_model.waiting import wait_for
 from localenv import kai, manifest_mirror, pins, processes, settings
 from localenv.charts import CHART_REGISTRIES, PYROSCOPE_CHART, ChartPusher, vendor_dir
 from localenv.control_plane import ControlPlane
@@ -459,11 +460,16 @@ class LocalEnvironment:
             return [f"{name} ({port})" for name, port in ports if processes.port_in_use(port)]
 
         # A killed process releases its sockets a moment after the signal.
-        deadline = time.monotonic() + 15
-        while busy_ports() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if busy := busy_ports():
-            raise ComponentError(f"after stopping, these ports are still in use: {', '.join(busy)}")
+        wait_for(
+            busy_ports,
+            until=lambda busy: not busy,
+            what="the ports released",
+            timeout=15,
+            interval=0.2,
+            error=lambda busy: ComponentError(
+                f"after stopping, these ports are still in use: {', '.join(busy)}"
+            ),
+        )
 
     # ---- env -----------------------------------------------------------------------------------------
     def exports(self) -> dict[str, str]:

@@ -74,11 +74,13 @@ fail() {
 # What is pinned elsewhere, read there by the venv's Python (localenv/pins.py), one a line: the
 # runner's repository (the pipeline's default KAI_SCALE_RUNNER_IMAGE), the fake GPU operator's and
 # kwok-operator's releases (include/manifests/installs.yaml), kwok-operator's module and its version,
-# Prometheus (whose binaries localenv/build.sh builds) and the Pyroscope server the setup runs.
+# Prometheus (whose binaries localenv/build.sh builds), the Pyroscope server the setup runs, the
+# official image docker/airflow/Dockerfile builds on and the official Airflow chart's source archive.
 python="$repo/.venv/bin/python"
 [[ -x "$python" ]] || fail "no $python to read the pinned versions with: run make venv"
 pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operator kwok-operator-module \
-  kwok-operator-module-version prometheus pyroscope)" || fail "cannot read the pinned versions (localenv/pins.py)"
+  kwok-operator-module-version prometheus pyroscope airflow-base-image airflow-chart-archive)" ||
+  fail "cannot read the pinned versions (localenv/pins.py)"
 {
   read -r RUNNER_IMAGE
   read -r FAKE_GPU_OPERATOR_VERSION
@@ -87,6 +89,8 @@ pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operato
   read -r KWOK_OPERATOR_VERSION
   read -r PROMETHEUS_TAG
   read -r PYROSCOPE_VERSION
+  read -r AIRFLOW_BASE_IMAGE
+  read -r AIRFLOW_CHART_ARCHIVE
 } <<<"$pinned"
 # The fake GPU operator's source archive is named by its git tag, v<release>.
 FAKE_GPU_OPERATOR_VERSION="v$FAKE_GPU_OPERATOR_VERSION"
@@ -589,9 +593,8 @@ pyroscope_image() {
 # The pipeline's Airflow image, under the name a deployment's values give it (deploy/airflow/values.yaml)
 # and tagged by its inputs: a changed image is a new tag, which `helm upgrade` rolls out.
 AIRFLOW_IMAGE="ghcr.io/kai-scale-pipeline/airflow"
-# The official image docker/airflow/Dockerfile builds on; what stands for it here gets its name.
-AIRFLOW_BASE_IMAGE="docker.io/apache/airflow:3.3.2-python3.11"
-AIRFLOW_CHART_ARCHIVE="apache-airflow-chart-1.21.0.tar.gz"
+# The official image docker/airflow/Dockerfile builds on (AIRFLOW_BASE_IMAGE, pinned above): what stands
+# for it here gets its name, made of the official Dockerfile in the chart's archive (AIRFLOW_CHART_ARCHIVE).
 # The official image's scripts that the chart relies on, inline in the official Dockerfile.
 AIRFLOW_SCRIPTS=(entrypoint_prod.sh clean-logs.sh)
 

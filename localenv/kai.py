@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import yaml
 
 from kai_scale_model.kai import NAMESPACE
+from kai_scale_model.waiting import Deadline, wait_for
 from localenv.processes import ComponentError
 
 RELEASE = "kai-scheduler"
@@ -154,7 +154,7 @@ def _wait_available(kubectl: Callable[..., str], log_path: Path) -> None:
 
     kai-config exists once helm returns (its hook job wrote it): missing, it never comes.
     """
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    deadline = Deadline(seconds=READY_TIMEOUT_SECONDS)
     # After an upgrade: the new operator, not the one being replaced, is what reports.
     rolled_out = "successfully rolled out" in kubectl(
         "rollout",
@@ -164,20 +164,30 @@ def _wait_available(kubectl: Callable[..., str], log_path: Path) -> None:
         f"--timeout={READY_TIMEOUT_SECONDS}s",
         check=False,
     )
-    while True:
+
+    def kai_config() -> dict[str, Any]:
         config = kubectl("get", CONFIG, "--output=json", "--ignore-not-found")
         if not config.strip():
             _write_diagnostics(kubectl, log_path)
             raise ComponentError(f"KAI: the chart installed but wrote no {CONFIG}; see {log_path}")
-        if rolled_out and reports_available(json.loads(config)):
-            return
-        if time.monotonic() >= deadline:
-            _write_diagnostics(kubectl, log_path)
-            raise ComponentError(
-                f"KAI: the operator did not report KAI available within {READY_TIMEOUT_SECONDS} s "
-                f"({_conditions(kubectl)}); see {log_path}"
-            )
-        time.sleep(1)
+        return dict(json.loads(config))
+
+    def not_available(_: object) -> ComponentError:
+        _write_diagnostics(kubectl, log_path)
+        return ComponentError(
+            f"KAI: the operator did not report KAI available within {READY_TIMEOUT_SECONDS} s "
+            f"({_conditions(kubectl)}); see {log_path}"
+        )
+
+    wait_for(
+        kai_config,
+        until=lambda config: rolled_out and reports_available(config),
+        what="KAI available",
+        # What the rollout's wait left of the deadline.
+        timeout=deadline.remaining(),
+        interval=1,
+        error=not_available,
+    )
 
 
 def reports_available(config: dict[str, Any]) -> bool:

@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kai_scale_model.waiting import Deadline
 from localenv import processes
 from localenv.host_state import HostSnapshot, mounts_under
 from localenv.pod_network import GuardPorts, PodNetwork
@@ -522,8 +523,9 @@ def _kill_cgroup_members(root: str) -> None:
                         pids.update(int(line) for line in Path(directory, "cgroup.procs").read_text().split())
         return pids
 
-    deadline = time.monotonic() + 10
-    while (pids := members()) and time.monotonic() < deadline:
+    # Not wait_for: each look kills what it finds, and a process that outlives the deadline is no error.
+    deadline = Deadline(seconds=10)
+    while (pids := members()) and not deadline.passed():
         for pid in pids:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

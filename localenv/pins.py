@@ -1,14 +1,16 @@
 """The versions the local environment builds at, read where they are pinned, never repeated.
 
 The local environment builds from source what the pipeline's setup installs, at the versions
-include/manifests/installs.yaml pins, and pushes the runner image where the pipeline pulls it by
-default (``kai_scale_model.runner_interface``). What only the local environment pins, and both of its
+include/manifests/installs.yaml pins, the Airflow image's base and helm as docker/airflow/Dockerfile
+names them, and pushes the runner image where the pipeline pulls it by default
+(``kai_scale_model.runner_interface``). What only the local environment pins, and both of its
 scripts need, is kept here. ``python -m localenv.pins <name>...`` prints each, one a line, for
 localenv/build.sh and localenv/images.sh.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -19,7 +21,11 @@ import yaml
 from kai_scale_model import runner_interface
 from kai_scale_model.installs import INSTALLS_FILE, Installs, installs_from
 
-INSTALLS = Path(__file__).resolve().parents[1] / "include" / INSTALLS_FILE
+REPO = Path(__file__).resolve().parents[1]
+INSTALLS = REPO / "include" / INSTALLS_FILE
+# The pipeline's Airflow image: the official image it builds on, and the helm it carries (its
+# ``ARG HELM_VERSION`` default, the version a user's build downloads).
+AIRFLOW_DOCKERFILE = REPO / "docker" / "airflow" / "Dockerfile"
 # kwok-operator's release, as the module at the pseudo-version KAI's go.mod pins (its tag is not a
 # semantic version); the module proxy serves it only without the checksum database's check.
 KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"
@@ -27,13 +33,16 @@ KWOK_OPERATOR_MODULE_VERSION = "v0.0.0-20240926063032-05b6364bc7c7"
 # Prometheus 2.x, the release kube-prometheus-stack runs: build.sh builds its binaries, images.sh makes
 # the chart's Prometheus image of them. Its module's version is v0.X.Y for release 2.X.Y.
 PROMETHEUS_VERSION = "v2.54.1"
+# The official Airflow chart that deploys the pipeline (deploy/airflow/values.yaml), packaged from its
+# source archive: charts.py serves it, images.sh takes the official image's scripts from it.
+AIRFLOW_CHART_VERSION = "1.21.0"
 # The chart value that pins Pyroscope's server image: the setup runs the release the local environment
 # builds from its source snapshot, not the chart's appVersion.
 PYROSCOPE_IMAGE_TAG = "pyroscope.image.tag"
 
 
 class PinError(ValueError):
-    """installs.yaml lacks what the local environment needs; the message names the file and field."""
+    """A file that pins versions lacks what localenv needs; the message names the file and field."""
 
 
 @cache
@@ -100,6 +109,30 @@ def pyroscope_version() -> str:
     return str(tag)
 
 
+def _in_airflow_dockerfile(pattern: str, *, expected: str) -> str:
+    """What ``pattern``'s group matches on a line of the Airflow image's Dockerfile."""
+    found = re.search(pattern, AIRFLOW_DOCKERFILE.read_text(), flags=re.MULTILINE)
+    if not found:
+        raise PinError(f"{AIRFLOW_DOCKERFILE}: no line '{expected}'")
+    return found.group(1)
+
+
+def helm_version() -> str:
+    """The helm the Airflow image carries, e.g. ``v3.19.5``."""
+    return _in_airflow_dockerfile(r"^ARG HELM_VERSION=(\S+)$", expected="ARG HELM_VERSION=<version>")
+
+
+def airflow_base_image() -> str:
+    """The official image the Airflow image builds on, by its full name (on Docker Hub)."""
+    image = _in_airflow_dockerfile(r"^FROM (apache/airflow:\S+)$", expected="FROM apache/airflow:<tag>")
+    return f"docker.io/{image}"
+
+
+def airflow_chart_archive() -> str:
+    """The official Airflow chart's source archive in the vendor directory."""
+    return f"apache-airflow-chart-{AIRFLOW_CHART_VERSION}.tar.gz"
+
+
 SCRIPT_PINS: dict[str, Callable[[], str]] = {
     "kwok": kwok_version,
     "kwok-operator": kwok_operator_version,
@@ -109,6 +142,9 @@ SCRIPT_PINS: dict[str, Callable[[], str]] = {
     "prometheus": lambda: PROMETHEUS_VERSION,
     "pyroscope": pyroscope_version,
     "runner-image": lambda: runner_interface.IMAGE_REPOSITORY,
+    "helm": helm_version,
+    "airflow-base-image": airflow_base_image,
+    "airflow-chart-archive": airflow_chart_archive,
 }
 """What the scripts read, by the name they ask for."""
 

@@ -7,9 +7,10 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+
+from kai_scale_model.waiting import WaitTimeout, wait_for
 
 # Children started by this Python process, kept so they are reaped (waited for) when stopped here.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -83,23 +84,29 @@ def stop(*, name: str, run_dir: Path, grace_seconds: float = 10.0) -> None:
     if pid is not None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        if not _wait(lambda: running_pid(name=name, run_dir=run_dir) is None, grace_seconds):
+        if not _gone_within(name=name, run_dir=run_dir, seconds=grace_seconds):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-            _wait(lambda: running_pid(name=name, run_dir=run_dir) is None, grace_seconds)
+            _gone_within(name=name, run_dir=run_dir, seconds=grace_seconds)
         child = _children.pop(pid, None)
         if child is not None:
             child.wait()
     (run_dir / f"{name}.pid").unlink(missing_ok=True)
 
 
-def _wait(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
+def _gone_within(*, name: str, run_dir: Path, seconds: float) -> bool:
+    """Whether the process started as ``name`` has stopped running within ``seconds``."""
+    try:
+        wait_for(
+            lambda: running_pid(name=name, run_dir=run_dir),
+            until=lambda pid: pid is None,
+            what=f"{name} stopped",
+            timeout=seconds,
+            interval=0.1,
+        )
+    except WaitTimeout:
+        return False
+    return True
 
 
 def port_in_use(port: int) -> bool:
@@ -119,14 +126,24 @@ def wait_until(
     alive: Callable[[], bool] | None = None,
 ) -> None:
     """Poll ``condition`` until it holds; raise a ComponentError naming the component and its log."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def holds() -> bool:
         if condition():
-            return
+            return True
         if alive is not None and not alive():
             raise ComponentError(f"{component} exited before {what}; see its log: {log_path}")
-        time.sleep(0.2)
-    raise ComponentError(f"{component}: not {what} after {timeout:.0f} s; see its log: {log_path}")
+        return False
+
+    wait_for(
+        holds,
+        until=bool,
+        what=f"{component} {what}",
+        timeout=timeout,
+        interval=0.2,
+        error=lambda _: ComponentError(
+            f"{component}: not {what} after {timeout:.0f} s; see its log: {log_path}"
+        ),
+    )
 
 
 def processes_under(path: str) -> Iterator[int]:

@@ -1,25 +1,30 @@
-"""Waiting on a condition with a deadline, instead of sleeping."""
+"""Waiting on a condition with a deadline, instead of sleeping: the pipeline's helper, failing as a test."""
 
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Callable
 from typing import TypeVar
+
+from kai_scale_model import waiting
 
 T = TypeVar("T")
 
 
 def wait_for(probe: Callable[[], T | None], *, timeout: float, what: str, interval: float = 0.2) -> T:
     """Return the first truthy result of ``probe``; at the deadline fail, naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last value: {last!r})")
+    found = waiting.wait_for(
+        probe,
+        until=bool,
+        what=what,
+        timeout=timeout,
+        interval=interval,
+        error=lambda last: AssertionError(
+            f"timed out after {timeout:.0f} s waiting for {what} (last value: {last!r})"
+        ),
+    )
+    assert found is not None  # truthy: what was waited for
+    return found
 
 
 def free_ports(count: int) -> list[int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import yaml
 from kubernetes import client
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
+from kai_scale_model.waiting import Deadline
 from kai_scale_runner.workload import _configuration, _create_pods, _watch_bindings
 from localenv.environment import LocalEnvironment
 
@@ -164,7 +164,7 @@ def test_a_watch_that_lost_its_history_resumes_from_a_fresh_list(
                 resource_version="1",  # long compacted away in any cluster that has run a while
                 scheduled_at=scheduled_at,
                 expected=1,
-                deadline=time.monotonic() + 20,
+                deadline=Deadline(seconds=20),
             )
         return scheduled_at
 

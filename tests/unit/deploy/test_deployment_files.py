@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -111,3 +113,21 @@ def test_the_airflow_image_builds_the_trend_views_chart_library_from_the_npm_loc
     assert f"COPY --chown=50000:0 --from=view-assets {into_the_provider}" in airflow
     build = json.loads((ui / "package.json").read_text())["scripts"]["build"]
     assert f"cp node_modules/echarts/dist/echarts.min.js ../src/{vendor}/" in build
+
+
+def test_every_file_that_names_airflows_version_names_the_locked_one() -> None:
+    """The Airflow the pipeline is locked at (requirements.in), wherever another file names it.
+
+    Each of these is read by a tool of its own (Docker, helm, pip), so none can read the lock's pin: a
+    test keeps them equal instead. The compose file's image tag is checked against the values above.
+    """
+    locked = version("apache-airflow")
+    values = yaml.safe_load((REPO / "deploy" / "airflow" / "values.yaml").read_text())
+    chart_values = (values["airflowVersion"], values["defaultAirflowTag"], values["images"]["airflow"]["tag"])
+    assert chart_values == (locked, locked, locked)
+    image = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
+    assert re.findall(r"^FROM apache/airflow:(\S+)-python3\.11$", image, flags=re.MULTILINE) == [locked]
+    stand_in = REPO / "localenv" / "images" / "airflow"
+    assert re.findall(r"AIRFLOW_VERSION=(\S+)", (stand_in / "Dockerfile").read_text()) == [locked]
+    requirements = (stand_in / "requirements.in").read_text()
+    assert re.findall(r"^apache-airflow\[.*\]==(\S+)$", requirements, flags=re.MULTILINE) == [locked]

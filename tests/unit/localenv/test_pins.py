@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kai_scale.cluster.installs import read_installs
@@ -38,3 +40,26 @@ def test_the_pyroscope_server_is_the_chart_image_tag_installs_yaml_pins(
     installs = read_installs(REPO / "include")
     assert pins.main(["pyroscope"]) == 0
     assert capsys.readouterr().out.strip() == installs.charts["pyroscope"].values["pyroscope.image.tag"]
+
+
+def test_the_scripts_read_the_airflow_images_base_and_helm_from_its_dockerfile(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One pin each: a user's `docker build` downloads that helm; the local environment builds it."""
+    dockerfile = (REPO / "docker" / "airflow" / "Dockerfile").read_text().splitlines()
+    assert pins.main(["helm", "airflow-base-image", "airflow-chart-archive"]) == 0
+    helm, base, chart_archive = capsys.readouterr().out.splitlines()
+    assert f"ARG HELM_VERSION={helm}" in dockerfile
+    assert base.startswith("docker.io/apache/airflow:")
+    assert f"FROM {base.removeprefix('docker.io/')}" in dockerfile
+    assert chart_archive == f"apache-airflow-chart-{pins.AIRFLOW_CHART_VERSION}.tar.gz"
+
+
+def test_a_dockerfile_without_the_pin_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM apache/airflow:3.3.2-python3.11\nARG HELM_VERSION\n")
+    monkeypatch.setattr(pins, "AIRFLOW_DOCKERFILE", dockerfile)
+    with pytest.raises(pins.PinError) as missing:
+        pins.helm_version()
+    assert str(missing.value) == f"{dockerfile}: no line 'ARG HELM_VERSION=<version>'"
+    assert pins.airflow_base_image() == "docker.io/apache/airflow:3.3.2-python3.11"

@@ -6,12 +6,12 @@ import asyncio
 import http.server
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
+from kai_scale_model.waiting import Deadline
 from kai_scale_runner.workload import _watch_bindings
 
 ERROR_EVENT = {
@@ -62,7 +62,7 @@ def test_a_watch_error_other_than_gone_ends_the_measurement_naming_it() -> None:
                 resource_version="1",
                 scheduled_at=scheduled_at,
                 expected=1,
-                deadline=time.monotonic() + 30,
+                deadline=Deadline(seconds=30),
             )
 
     try:

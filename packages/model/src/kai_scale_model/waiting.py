@@ -1,4 +1,4 @@
-"""Waiting for a condition with a deadline: the one helper behind every wait of the provider and the runner.
+"""Waiting for a condition with a deadline: the one helper behind every wait of the pipeline and localenv.
 
 A probe is asked at once, then every ``interval`` seconds, until what it answers is what is waited for;
 once ``timeout`` seconds have passed, the caller's error is raised from the last answer, so that it can

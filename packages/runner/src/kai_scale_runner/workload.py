@@ -24,7 +24,7 @@ from kubernetes_asyncio import client, config
 from kai_scale_model import labels
 from kai_scale_model.outcome import TestResult
 from kai_scale_model.scenario import Scenario, WorkloadRun
-from kai_scale_model.waiting import wait_for_async
+from kai_scale_model.waiting import Deadline, wait_for_async
 from kai_scale_runner.throughput import throughput
 
 log = logging.getLogger(__name__)
@@ -101,17 +101,18 @@ async def _watch_bindings(
     resource_version: str,
     scheduled_at: dict[str, float],
     expected: int,
-    deadline: float,
+    deadline: Deadline,
 ) -> None:
     """Record when each pod is first seen bound to a node, until all ``expected`` are or the deadline.
 
     A watch the server ends with 410 Gone (its history no longer reaches our resourceVersion) is
     resumed from a fresh list; any other error event ends the measurement with that error. A watch
-    that ends at once is not reopened at once, so a refusing server is not hammered.
+    that ends at once is not reopened at once, so a refusing server is not hammered. Not
+    ``wait_for_async``: the watch itself waits, and its events are recorded as they come.
     """
-    while len(scheduled_at) < expected and time.monotonic() < deadline:
+    while len(scheduled_at) < expected and not deadline.passed():
         opened = time.monotonic()
-        remaining = max(1, int(deadline - opened))
+        remaining = max(1, int(deadline.remaining()))
         # Raw stream (_preload_content=False): the generated type hints describe the parsed list instead.
         response: Any = await core.list_namespaced_pod(
             namespace,
@@ -210,7 +211,7 @@ async def _run(
         listing = await core.list_namespaced_pod(namespace, label_selector=selector)
         scheduled_at: dict[str, float] = {}
         # Leave time after the deadline to upload the outcome and then remove the pods.
-        deadline = time.monotonic() + max(scenario.timeout.total_seconds() - 120, 30)
+        deadline = Deadline(seconds=max(scenario.timeout.total_seconds() - 120, 30))
         watcher = asyncio.create_task(
             _watch_bindings(
                 core=core,

@@ -1,8 +1,8 @@
 """The one place where the Kubernetes client's errors become the pipeline's own.
 
 Modelled on kopf's ``clients/errors.py``: a small hierarchy, and one context manager, ``api_errors``,
-around every request ``ClusterHook`` makes, so that callers never see a raw ``ApiException``, a
-dynamic client's error or a socket error.
+around every request ``ClusterHook`` makes (and the scenario operator's, on its pod's client), so that
+callers never see a raw ``ApiException``, a dynamic client's error or a socket error.
 
 - ``ClusterUnreachable``: no usable answer (a refused or lost connection, a timeout, or the API server
   failing, 5xx). The message names the connection and the server, and says what to check.

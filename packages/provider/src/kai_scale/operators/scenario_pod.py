@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import AbstractContextManager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,11 +12,11 @@ from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperato
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from airflow.sdk.log import mask_secret
 from kubernetes.client import models as k8s
-from kubernetes.client.rest import ApiException
 
 from kai_scale.cluster.gpus import free_gpus
 from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale.hooks.cluster_errors import ClusterError, Conflict, NotFound, api_errors
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import scenario_outputs
 from kai_scale.run_id import run_id_of
@@ -220,11 +221,11 @@ class ScenarioPodOperator(KubernetesPodOperator):
         )
         core = self.hook.core_v1_client
         try:
-            core.create_namespaced_secret(self.namespace, body)
-        except ApiException as error:
-            if error.status != 409:  # a re-run of the same try: its URLs are renewed in place
-                raise
-            core.replace_namespaced_secret(name, self.namespace, body)
+            with self._api(f"create Secret {name}"):
+                core.create_namespaced_secret(self.namespace, body)
+        except Conflict:  # a re-run of the same try: its URLs are renewed in place
+            with self._api(f"replace Secret {name}"):
+                core.replace_namespaced_secret(name, self.namespace, body)
         self.env_vars = [
             *self.env_vars,
             k8s.V1EnvVar(name=interface.RUN_ID_ENV, value=run_id),
@@ -246,10 +247,18 @@ class ScenarioPodOperator(KubernetesPodOperator):
     def _delete_secret(self, name: str) -> None:
         # The runner read it when its container started; teardown removes any left by a lost worker.
         try:
-            self.hook.core_v1_client.delete_namespaced_secret(name, self.namespace)
-        except ApiException as error:
-            if error.status != 404:
-                self.log.warning("could not delete Secret %s (teardown removes it): %s", name, error.reason)
+            # NotFound: gone already.
+            with suppress(NotFound), self._api(f"delete Secret {name}"):
+                self.hook.core_v1_client.delete_namespaced_secret(name, self.namespace)
+        except ClusterError as error:
+            self.log.warning("could not delete Secret %s (teardown removes it): %s", name, error)
+
+    def _api(self, what: str) -> AbstractContextManager[None]:
+        """Around a request on the pod's client: its errors raised as the pipeline's (``cluster_errors``)."""
+        return api_errors(what, conn_id=str(self.kubernetes_conn_id), host=self._api_server)
+
+    def _api_server(self) -> str:
+        return str(self.hook.core_v1_client.api_client.configuration.host)
 
     def _image_ran(self) -> dict[str, str | None]:
         """The image reference and the digest the node pulled (None when the container never started)."""
