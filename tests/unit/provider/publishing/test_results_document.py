@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
 
 from kai_scale.cluster.kai_tuning import load_profile
-from kai_scale.profiles.collection import unwritten_profiles
+from kai_scale.metrics.collection import Window
+from kai_scale.profiles.collection import ProfileType, RunProfiles, collect_scenario, unwritten_profiles
 from kai_scale.publishing.results_document import (
     RunMetadata,
     commit_hash,
@@ -21,6 +26,7 @@ from kai_scale_model.outcome import ScenarioOutcome
 from kai_scale_model.outcome import TestResult as SuiteEntry  # pytest would collect a class named Test*
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
 from tests.conftest import REPO
+from tests.unit.provider.profiles.builder import profile_bytes
 
 FILL = SuiteEntry(
     test_name="Fill Cluster with single GPU Jobs",
@@ -201,3 +207,78 @@ def test_commit_is_the_runners_else_the_ref() -> None:
     assert (without["verdict"], without["failure_kind"]) == ("failure", "infrastructure")
     assert (without["failed_scenarios"], without["not_run_scenarios"]) == (["reclaim"], ["topology"])
     assert json.loads(json.dumps(without)) == without
+
+
+# results.json and the manifest entry exactly as publish_results wrote them before they were models
+# (json.dumps of the dicts, indent 2): a run with a scenario failed, one not run and one skipped; a run
+# with profiles, one scenario's read from Pyroscope and one's never written.
+AS_WRITTEN = Path(__file__).parent
+WRITTEN_METADATA = replace(
+    METADATA,
+    kai_commit_hash="0123456789abcdef",
+    cluster_node_count=None,
+    test_focus="(Whole GPU Tests Reclaim)|(Big cluster Sanity Fill Cluster)",
+    service_resources=service_resources(load_profile(REPO / "include", "scale").patches),
+    runner_image_ids={"sanity-fill-cluster": "ghcr.io/kai-scale-pipeline/runner@sha256:0f", "reclaim": None},
+)
+START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
+
+
+def _written(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _run_with_every_status() -> list[ScenarioEntry]:
+    unreported = SuiteEntry(test_name="Reclaim 4000 single GPU Jobs", status="failure", details=None)
+    return [
+        _entry("sanity-fill-cluster", "success", (FILL,), commit="0123456789abcdef"),
+        _entry("reclaim", "failure", (unreported,)),
+        _entry("topology", "not_run"),
+        _entry("gpu-pod-throughput", "skipped"),
+    ]
+
+
+def _profiles() -> RunProfiles:
+    cpu = profile_bytes([(("main.heavy", "main.main"), (3, 30_000_000)), (("main.main",), (1, 10_000_000))])
+
+    def fetch(profile_type: ProfileType, window: Window) -> bytes:
+        # A CPU profile for every type: the memory types find no sample type of theirs in it.
+        return cpu
+
+    window = Window(start=START, end=START + timedelta(minutes=3), source="runner")
+    read = collect_scenario(fetch, scenario="sanity-fill-cluster", service="kai-scheduler", window=window)
+    unwritten = unwritten_profiles(run_id="r1", scenarios=["reclaim"], service="kai-scheduler")
+    return RunProfiles(run_id="r1", scenarios={"sanity-fill-cluster": read.entry, **unwritten.scenarios})
+
+
+def test_results_are_written_as_they_always_were() -> None:
+    document = results_document(metadata=WRITTEN_METADATA, entries=_run_with_every_status())
+    assert _written(document) == (AS_WRITTEN / "results_as_written.json").read_text()
+
+
+def test_results_with_profiles_are_written_as_they_always_were() -> None:
+    entries = [_entry("sanity-fill-cluster", "success", (FILL,)), _entry("reclaim", "failure")]
+    document = results_document(metadata=WRITTEN_METADATA, entries=entries, profiles=_profiles())
+    assert _written(document) == (AS_WRITTEN / "results_with_profiles_as_written.json").read_text()
+
+
+def test_the_manifest_entry_is_written_as_it_always_was() -> None:
+    entry = manifest_entry(
+        run_id="20261122T020000Z-scheduled-1a2b3c4d",
+        results_key="Public/20261122T020000Z-scheduled-1a2b3c4d/results.json",
+        metadata=WRITTEN_METADATA,
+        status="failure",
+        airflow_run_id="scheduled__2026-11-22T02:00:00+00:00",
+        verdict="failure",
+        failure_kind="scenario",
+        failed_scenarios=("reclaim",),
+        not_run_scenarios=["topology"],
+    )
+    assert _written(entry) == (AS_WRITTEN / "manifest_entry_as_written.json").read_text()
+
+
+def test_nan_in_a_suites_detail_is_written_as_json_dumps_writes_it() -> None:
+    rate = SuiteEntry(test_name="t", status="success", details={"rate": math.nan, "peak": math.inf})
+    document = results_document(metadata=METADATA, entries=[_entry("a", "success", (rate,))])
+    assert '"rate": NaN,\n' in _written(document)
+    assert '"peak": Infinity\n' in _written(document)
