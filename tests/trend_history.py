@@ -262,7 +262,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             run_id=run_id,
             node_count=NODE_COUNT,
             scenarios=[scenario for scenario in SCENARIOS if scenario.name in succeeded],
-            tests=results["results"]["tests"],
+            tests=results.model_dump(mode="json")["results"]["tests"],
             scenario_tests={
                 entry.scenario: [asdict(test) for test in entry.outcome.tests]
                 for entry in entries
@@ -282,7 +282,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             store,
             prefix=prefix,
             run_id=run_id,
-            results=results,
+            results=results.model_dump(mode="json"),
             metrics_text=json.dumps(_metrics(run_id, entries)),
             verdicts=verdicts.model_dump(mode="json"),
             ginkgo_report_keys={},
@@ -295,9 +295,9 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
                 airflow_run_id=airflow_run_id,
                 verdict=verdicts.verdict,
                 failure_kind=summary.failure_kind,
-                failed_scenarios=list(summary.failed_scenarios),
-                not_run_scenarios=list(summary.not_run_scenarios),
-            ),
+                failed_scenarios=summary.failed_scenarios,
+                not_run_scenarios=summary.not_run_scenarios,
+            ).model_dump(mode="json"),
         )
         history.run_ids.append(run_id)
         history.airflow_run_ids.append(airflow_run_id)

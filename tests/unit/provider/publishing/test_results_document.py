@@ -1,12 +1,18 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import math
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
 
 from kai_scale.cluster.kai_tuning import load_profile
-from kai_scale.profiles.collection import unwritten_profiles
+from kai_scale.metrics.collection import Window
+from kai_scale.profiles.collection import ProfileType, RunProfiles, collect_scenario, unwritten_profiles
 from kai_scale.publishing.results_document import (
+    ManifestEntry,
+    ResultsDocument,
     RunMetadata,
     commit_hash,
     ginkgo_focus,
@@ -21,6 +27,7 @@ from kai_scale_model.outcome import ScenarioOutcome
 from kai_scale_model.outcome import TestResult as SuiteEntry  # pytest would collect a class named Test*
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
 from tests.conftest import REPO
+from tests.unit.provider.profiles.builder import profile_bytes
 
 FILL = SuiteEntry(
     test_name="Fill Cluster with single GPU Jobs",
@@ -72,7 +79,7 @@ def test_results_keep_the_suites_tests_exactly_and_name_failed_scenarios() -> No
         _entry("reclaim", "failure"),
         _entry("topology", "skipped"),
     ]
-    document = results_document(metadata=METADATA, entries=entries)
+    document = results_document(metadata=METADATA, entries=entries).model_dump(mode="json")
     assert set(document) == {"metadata", "results"}
     assert document["results"]["status"] == "failure"
     tests = document["results"]["tests"]
@@ -92,7 +99,7 @@ def test_results_keep_the_suites_tests_exactly_and_name_failed_scenarios() -> No
 
 
 def test_metadata_has_the_dashboards_fields_and_what_really_ran() -> None:
-    document = results_document(metadata=METADATA, entries=[_entry("a", "success")])
+    document = results_document(metadata=METADATA, entries=[_entry("a", "success")]).model_dump(mode="json")
     assert set(document["metadata"]) >= {
         "kai_scheduler_ref",
         "kai_commit_hash",
@@ -111,24 +118,27 @@ def test_metadata_has_the_dashboards_fields_and_what_really_ran() -> None:
 
 def test_the_profiles_go_beside_the_dashboards_fields_as_collected() -> None:
     profiles = unwritten_profiles(run_id="r1", scenarios=["a"], service="kai-scheduler")
-    document = results_document(metadata=METADATA, entries=[_entry("a", "success")], profiles=profiles)
+    document = results_document(
+        metadata=METADATA, entries=[_entry("a", "success")], profiles=profiles
+    ).model_dump(mode="json")
     assert document["profiles"] == profiles.model_dump(mode="json")["scenarios"]
     assert document["profiles"]["a"]["profiles"]["cpu"] == {
         "status": "missing",
         "reason": "the collect_metrics task wrote no profiles (see its log)",
     }
     json.dumps(document)  # JSON as it is
-    assert "profiles" not in results_document(metadata=METADATA, entries=[_entry("a", "success")])
+    without = results_document(metadata=METADATA, entries=[_entry("a", "success")])
+    assert "profiles" not in without.model_dump(mode="json")
 
 
 def test_a_skipped_scenario_does_not_fail_the_run() -> None:
     document = results_document(metadata=METADATA, entries=[_entry("a", "success"), _entry("b", "skipped")])
-    assert (document["results"]["status"], document["results"]["failure_kind"]) == ("success", None)
+    assert (document.results.status, document.results.failure_kind) == ("success", None)
 
 
 def test_a_scenario_that_did_not_run_makes_the_run_incomplete_not_failed() -> None:
     entries = [_entry("a", "success"), _entry("topology", "not_run"), _entry("b", "skipped")]
-    document = results_document(metadata=METADATA, entries=entries)
+    document = results_document(metadata=METADATA, entries=entries).model_dump(mode="json")
     assert (document["results"]["status"], document["results"]["failure_kind"]) == ("incomplete", None)
     assert document["results"]["tests"][-2] == {
         "test_name": "topology",
@@ -136,7 +146,7 @@ def test_a_scenario_that_did_not_run_makes_the_run_incomplete_not_failed() -> No
         "details": {"scenario": "topology", "message": "topology went wrong"},
     }
     failed = results_document(metadata=METADATA, entries=[*entries, _entry("reclaim", "failure")])
-    assert failed["results"]["status"] == "failure", "a failure outweighs a scenario not run"
+    assert failed.results.status == "failure", "a failure outweighs a scenario not run"
 
 
 def test_service_resources_come_from_the_deployments_tuning_profile() -> None:
@@ -170,7 +180,7 @@ def test_timestamp_is_utc_with_z() -> None:
 def test_commit_is_the_runners_else_the_ref() -> None:
     entries = [_entry("a", "success"), _entry("b", "success", commit="0123456789abcdef")]
     assert commit_hash(entries) == "0123456789abcdef"
-    with_commit = replace(METADATA, kai_commit_hash=commit_hash(entries))
+    with_commit = METADATA.model_copy(update={"kai_commit_hash": commit_hash(entries)})
     entry = manifest_entry(
         run_id="r",
         results_key="Public/r/results.json",
@@ -181,7 +191,7 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         failure_kind=None,
         failed_scenarios=[],
         not_run_scenarios=[],
-    )
+    ).model_dump(mode="json")
     assert entry["commit"] == "0123456789abcdef"
     assert entry["path"] == "Public/r/results.json"
     assert {"timestamp", "path", "commit", "run_id", "node_count", "status"} <= set(entry)
@@ -195,9 +205,95 @@ def test_commit_is_the_runners_else_the_ref() -> None:
         failure_kind="infrastructure",
         failed_scenarios=("reclaim",),
         not_run_scenarios=("topology",),
-    )
+    ).model_dump(mode="json")
     assert without["commit"] == "v0.9.0"
     # Beyond the dashboard's fields, which stay as they were: what the trend view searches.
     assert (without["verdict"], without["failure_kind"]) == ("failure", "infrastructure")
     assert (without["failed_scenarios"], without["not_run_scenarios"]) == (["reclaim"], ["topology"])
     assert json.loads(json.dumps(without)) == without
+
+
+# results.json and the manifest entry exactly as publish_results wrote them before they were models
+# (json.dumps of the dicts, indent 2): a run with a scenario failed, one not run and one skipped; a run
+# with profiles, one scenario's read from Pyroscope and one's never written.
+AS_WRITTEN = Path(__file__).parent
+WRITTEN_METADATA = METADATA.model_copy(
+    update={
+        "kai_commit_hash": "0123456789abcdef",
+        "cluster_node_count": None,
+        "test_focus": "(Whole GPU Tests Reclaim)|(Big cluster Sanity Fill Cluster)",
+        "service_resources": service_resources(load_profile(REPO / "include", "scale").patches),
+        "runner_image_ids": {
+            "sanity-fill-cluster": "ghcr.io/kai-scale-pipeline/runner@sha256:0f",
+            "reclaim": None,
+        },
+    }
+)
+START = datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
+
+
+def _written(document: BaseModel) -> str:
+    # As publisher.py writes results.json.
+    return json.dumps(document.model_dump(mode="json"), indent=2) + "\n"
+
+
+def _run_with_every_status() -> list[ScenarioEntry]:
+    unreported = SuiteEntry(test_name="Reclaim 4000 single GPU Jobs", status="failure", details=None)
+    return [
+        _entry("sanity-fill-cluster", "success", (FILL,), commit="0123456789abcdef"),
+        _entry("reclaim", "failure", (unreported,)),
+        _entry("topology", "not_run"),
+        _entry("gpu-pod-throughput", "skipped"),
+    ]
+
+
+def _profiles() -> RunProfiles:
+    cpu = profile_bytes([(("main.heavy", "main.main"), (3, 30_000_000)), (("main.main",), (1, 10_000_000))])
+
+    def fetch(profile_type: ProfileType, window: Window) -> bytes:
+        # A CPU profile for every type: the memory types find no sample type of theirs in it.
+        return cpu
+
+    window = Window(start=START, end=START + timedelta(minutes=3), source="runner")
+    read = collect_scenario(fetch, scenario="sanity-fill-cluster", service="kai-scheduler", window=window)
+    unwritten = unwritten_profiles(run_id="r1", scenarios=["reclaim"], service="kai-scheduler")
+    return RunProfiles(run_id="r1", scenarios={"sanity-fill-cluster": read.entry, **unwritten.scenarios})
+
+
+def test_results_are_written_as_they_always_were() -> None:
+    document = results_document(metadata=WRITTEN_METADATA, entries=_run_with_every_status())
+    written = (AS_WRITTEN / "results_as_written.json").read_text()
+    assert _written(document) == written
+    assert ResultsDocument.model_validate_json(written) == document, "the model is the file's schema"
+
+
+def test_results_with_profiles_are_written_as_they_always_were() -> None:
+    entries = [_entry("sanity-fill-cluster", "success", (FILL,)), _entry("reclaim", "failure")]
+    document = results_document(metadata=WRITTEN_METADATA, entries=entries, profiles=_profiles())
+    written = (AS_WRITTEN / "results_with_profiles_as_written.json").read_text()
+    assert _written(document) == written
+    assert ResultsDocument.model_validate_json(written) == document
+
+
+def test_the_manifest_entry_is_written_as_it_always_was() -> None:
+    entry = manifest_entry(
+        run_id="20261122T020000Z-scheduled-1a2b3c4d",
+        results_key="Public/20261122T020000Z-scheduled-1a2b3c4d/results.json",
+        metadata=WRITTEN_METADATA,
+        status="failure",
+        airflow_run_id="scheduled__2026-11-22T02:00:00+00:00",
+        verdict="failure",
+        failure_kind="scenario",
+        failed_scenarios=("reclaim",),
+        not_run_scenarios=["topology"],
+    )
+    written = (AS_WRITTEN / "manifest_entry_as_written.json").read_text()
+    assert _written(entry) == written
+    assert ManifestEntry.model_validate_json(written) == entry
+
+
+def test_nan_in_a_suites_detail_is_written_as_json_dumps_writes_it() -> None:
+    rate = SuiteEntry(test_name="t", status="success", details={"rate": math.nan, "peak": math.inf})
+    document = results_document(metadata=METADATA, entries=[_entry("a", "success", (rate,))])
+    assert '"rate": NaN,\n' in _written(document)
+    assert '"peak": Infinity\n' in _written(document)

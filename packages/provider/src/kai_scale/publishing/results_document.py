@@ -5,26 +5,38 @@ dashboard plots them; a scenario that failed, did not run or was skipped adds an
 scenario, with its status and the reason (and a failure's kind), so it is never silently absent.
 Beyond the dashboard's fields (it ignores them): ``results.failure_kind``, ``profiles`` and the manifest
 entry's ``verdict``, ``failure_kind``, ``failed_scenarios`` and ``not_run_scenarios``.
+
+``ResultsDocument`` and ``ManifestEntry`` are what this run writes: ``results_document`` and
+``manifest_entry`` build them, ``model_dump(mode="json")`` writes them key for key as they always were.
+Readers of the published history (the trend view, the verdicts' earlier runs) read it as JSON: it holds
+documents of older shapes, and entries other writers made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from kai_scale.cluster.kai_tuning import TuningPatch
-from kai_scale.profiles.collection import RunProfiles
-from kai_scale.publishing.run_summary import ScenarioEntry, run_failure_kind, run_status
+from kai_scale.profiles.collection import RunProfiles, ScenarioProfiles
+from kai_scale.publishing.run_summary import RunStatus, ScenarioEntry, run_failure_kind, run_status
+from kai_scale.verdicts.document import Verdict
+from kai_scale_model.outcome import FailureKind
 from kai_scale_model.scenario import GinkgoRun, Scenario
 
 # KAI services whose resources the tuning sets (the dashboard's service_resources keys).
 KAI_SERVICES = ("scheduler", "binder", "podGroupController", "queueController", "podGrouper")
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunMetadata:
+class _Document(BaseModel):
+    # NaN and infinities stay as json.dumps writes them (a detail of the suite's may be one).
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
+
+
+class RunMetadata(_Document):
     """The ``metadata`` block, field for field."""
 
     kai_scheduler_ref: str
@@ -34,11 +46,66 @@ class RunMetadata:
     test_focus: str
     timestamp: str
     service_resources: dict[str, Any]
+    """Each KAI service's ``resources`` as the tuning profile writes them (KAI's config, copied)."""
     # Beyond the dashboard's fields (it ignores them): what really ran, read from the cluster.
     kubernetes_version: str | None
     kai_images: dict[str, list[str]]
     runner_image: str
     runner_image_ids: dict[str, str | None]
+
+
+class ResultsTestEntry(_Document):
+    """An entry of ``results.tests``: the suite's own, or one naming a scenario that did not succeed."""
+
+    test_name: str
+    status: str
+    """The suite's status as it wrote it, or the scenario's (``failure``, ``not_run``, ``skipped``)."""
+    details: dict[str, Any] | None
+    """The suite's own free-form fields, as it wrote them; or the scenario, the reason and its kind."""
+
+
+class Results(_Document):
+    """The ``results`` block: the run's status, whose failure it was, and the test entries."""
+
+    status: RunStatus
+    failure_kind: FailureKind | None
+    tests: tuple[ResultsTestEntry, ...]
+
+
+class ResultsDocument(_Document):
+    """``results.json``; ``model_dump(mode="json")`` writes it key for key as the dashboard reads it."""
+
+    metadata: RunMetadata
+    results: Results
+    # Runs published before profiles existed have no key, not null: so has a run without them.
+    profiles: dict[str, ScenarioProfiles] | None = Field(
+        default=None, exclude_if=lambda profiles: profiles is None
+    )
+    """Per scenario, its profiles; None, and no key, for a run published without them."""
+
+
+class ManifestEntry(_Document):
+    """The run's entry in manifest.json; ``model_dump(mode="json")`` is what the manifest holds."""
+
+    timestamp: str
+    path: str
+    """``results.json``'s key, relative to the bucket root, as the dashboard reads it."""
+    commit: str
+    """The KAI commit when the runner image reports it, else the KAI ref the run asked for."""
+    run_id: str
+    airflow_run_id: str
+    node_count: int
+    kai_ref: str
+    status: RunStatus
+    # Beyond the dashboard's fields (it ignores them): pass, failure, threshold, regression or
+    # incomplete (verdicts.json), whose failure it was, the scenarios that failed or did not run.
+    verdict: Verdict
+    failure_kind: FailureKind | None
+    """``scenario`` or ``infrastructure`` for a failed run, else None."""
+    failed_scenarios: tuple[str, ...]
+    """The scenarios that failed, so that the trend view finds a run by them from the manifest alone."""
+    not_run_scenarios: tuple[str, ...]
+    """The scenarios that did not run, likewise."""
 
 
 def timestamp(moment: datetime) -> str:
@@ -75,43 +142,41 @@ def commit_hash(entries: Sequence[ScenarioEntry]) -> str | None:
     return None
 
 
-def _tests(entry: ScenarioEntry) -> list[dict[str, Any]]:
+def _tests(entry: ScenarioEntry) -> list[ResultsTestEntry]:
     tests = [
-        {"test_name": t.test_name, "status": t.status, "details": t.details}
+        ResultsTestEntry(test_name=t.test_name, status=t.status, details=t.details)
         for t in (entry.outcome.tests if entry.outcome else ())
     ]
     if entry.status != "success":
         kind = {"failure_kind": entry.failure_kind} if entry.failure_kind else {}
         tests.append(
-            {
-                "test_name": entry.scenario,
-                "status": entry.status,
-                "details": {"scenario": entry.scenario, "message": entry.reason, **kind},
-            }
+            ResultsTestEntry(
+                test_name=entry.scenario,
+                status=entry.status,
+                details={"scenario": entry.scenario, "message": entry.reason, **kind},
+            )
         )
     return tests
 
 
 def results_document(
     *, metadata: RunMetadata, entries: Sequence[ScenarioEntry], profiles: RunProfiles | None = None
-) -> dict[str, Any]:
+) -> ResultsDocument:
     """``results.json``: ``{"metadata": {...}, "results": {"status", "failure_kind", "tests": [...]}}``.
 
     ``status`` is the run's (``run_summary.run_status``): ``success``, ``failure`` or ``incomplete``.
     With ``profiles`` (runs published before profiles existed have none), ``"profiles"``: per scenario,
     its ``ScenarioProfiles`` (each profile's summary and pprof file, or why it is missing).
     """
-    document: dict[str, Any] = {
-        "metadata": asdict(metadata),
-        "results": {
-            "status": run_status(entries),
-            "failure_kind": run_failure_kind(entries),
-            "tests": [test for entry in entries for test in _tests(entry)],
-        },
-    }
-    if profiles is not None:
-        document["profiles"] = profiles.model_dump(mode="json")["scenarios"]
-    return document
+    return ResultsDocument(
+        metadata=metadata,
+        results=Results(
+            status=run_status(entries),
+            failure_kind=run_failure_kind(entries),
+            tests=tuple(test for entry in entries for test in _tests(entry)),
+        ),
+        profiles=profiles.scenarios if profiles is not None else None,
+    )
 
 
 def manifest_entry(
@@ -119,36 +184,25 @@ def manifest_entry(
     run_id: str,
     results_key: str,
     metadata: RunMetadata,
-    status: str,
+    status: RunStatus,
     airflow_run_id: str,
-    verdict: str,
-    failure_kind: str | None,
+    verdict: Verdict,
+    failure_kind: FailureKind | None,
     failed_scenarios: Sequence[str],
     not_run_scenarios: Sequence[str],
-) -> dict[str, Any]:
-    """The run's entry in manifest.json; ``path`` is relative to the bucket root, as the dashboard reads it.
-
-    ``commit`` is the KAI commit when the runner image reports it, else the KAI ref the run asked for.
-
-    :param status: ``success``, ``failure`` or ``incomplete`` (``run_summary.run_status``).
-    :param failure_kind: ``scenario`` or ``infrastructure`` for a failed run, else None.
-    :param failed_scenarios: the scenarios that failed, so that the trend view finds a run by them
-        from the manifest alone.
-    :param not_run_scenarios: the scenarios that did not run, likewise.
-    """
-    return {
-        "timestamp": metadata.timestamp,
-        "path": results_key,
-        "commit": metadata.kai_commit_hash or metadata.kai_scheduler_ref,
-        "run_id": run_id,
-        "airflow_run_id": airflow_run_id,
-        "node_count": metadata.kwok_node_count,
-        "kai_ref": metadata.kai_scheduler_ref,
-        "status": status,
-        # Beyond the dashboard's fields (it ignores them): pass, failure, threshold, regression or
-        # incomplete (verdicts.json), whose failure it was, the scenarios that failed or did not run.
-        "verdict": verdict,
-        "failure_kind": failure_kind,
-        "failed_scenarios": list(failed_scenarios),
-        "not_run_scenarios": list(not_run_scenarios),
-    }
+) -> ManifestEntry:
+    """The run's entry in manifest.json, of its ``metadata`` and how it ended."""
+    return ManifestEntry(
+        timestamp=metadata.timestamp,
+        path=results_key,
+        commit=metadata.kai_commit_hash or metadata.kai_scheduler_ref,
+        run_id=run_id,
+        airflow_run_id=airflow_run_id,
+        node_count=metadata.kwok_node_count,
+        kai_ref=metadata.kai_scheduler_ref,
+        status=status,
+        verdict=verdict,
+        failure_kind=failure_kind,
+        failed_scenarios=tuple(failed_scenarios),
+        not_run_scenarios=tuple(not_run_scenarios),
+    )

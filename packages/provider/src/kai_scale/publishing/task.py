@@ -151,7 +151,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
             # Thresholds bound what a scenario measured: a failed, not-run or skipped one is reported
             # as such.
             scenarios=[s for s, e in zip(scenarios, entries, strict=True) if e.status == "success"],
-            tests=results["results"]["tests"],
+            tests=results.model_dump(mode="json")["results"]["tests"],
             scenario_tests={
                 e.scenario: [asdict(test) for test in e.outcome.tests]
                 for e in entries
@@ -179,7 +179,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         bucket,
         prefix=settings.results_prefix,
         run_id=run_id,
-        results=results,
+        results=results.model_dump(mode="json"),
         metrics_text=json.dumps(public_metrics(metrics)),
         verdicts=verdicts.model_dump(mode="json"),
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
@@ -192,9 +192,9 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
             airflow_run_id=dag_run.run_id,
             verdict=verdicts.verdict,
             failure_kind=summary.failure_kind,
-            failed_scenarios=list(summary.failed_scenarios),
-            not_run_scenarios=list(summary.not_run_scenarios),
-        ),
+            failed_scenarios=summary.failed_scenarios,
+            not_run_scenarios=summary.not_run_scenarios,
+        ).model_dump(mode="json"),
     )
     where = f"s3://{settings.results_bucket}/{published.keys.results}"
     log.info(
