@@ -16,6 +16,7 @@ from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.object_keys import run_summary_key
+from kai_scale.profiles.collection import RunProfiles
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import RunMetadata, manifest_entry, results_document, timestamp
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
@@ -269,6 +270,8 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
                 if entry.outcome and entry.outcome.tests
             },
             include_dir="include",
+            profiles=RunProfiles(run_id=run_id, scenarios={}),  # a history of runs without profiles
+            run_pods={},
         )
         summary = run_summary(
             run_id=run_id,

@@ -16,13 +16,20 @@ import pytest
 
 from kai_scale.hooks.results_bucket import BucketError, ObjectChanged, ResultsBucketHook
 from kai_scale.object_keys import manifest_key, published_keys, run_file_key
-from kai_scale.profiles.collection import CPU_PROFILE, profile_file
+from kai_scale.profiles.collection import (
+    CPU_PROFILE,
+    CollectedProfile,
+    RunProfiles,
+    ScenarioProfiles,
+    profile_file,
+)
+from kai_scale.profiles.summary import summarize
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
-from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3
+from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3, fixture
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
@@ -353,6 +360,8 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
     noise = random.Random(7)
     times = [400 * (1 + noise.uniform(-0.05, 0.05)) for _ in range(30)] + [480.0, 484.0]
     cpu = profile_file("sanity-fill-cluster", CPU_PROFILE)
+    # Its run's outputs under runs/ are the test's own, as its prefix is.
+    tonight_id = f"20260099-scheduled-{uuid.uuid4().hex[:8]}"
     store.write_bytes(key=f"{prefix}in/cpu.pb.gz", data=HEAVY3.read_bytes(), content_type="application/gzip")
     for night, seconds in enumerate(times):
         run_id = f"2026{night:04d}-scheduled"
@@ -365,7 +374,11 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
         files = {cpu: f"{prefix}in/cpu.pb.gz"} if night == len(times) - 1 else {}
         _publish(store, prefix, run_id, results=results, entry=entry, files=files)
     store.write_bytes(
-        key=run_file_key("20260099-scheduled", cpu), data=HEAVY1.read_bytes(), content_type="application/gzip"
+        key=run_file_key(tonight_id, cpu), data=HEAVY1.read_bytes(), content_type="application/gzip"
+    )
+    collected = CollectedProfile(status="collected", file=cpu, summary=summarize(fixture(HEAVY1), "cpu"))
+    tonight = ScenarioProfiles(
+        status="partial", reason=None, service="kai-scheduler", window=None, profiles={CPU_PROFILE: collected}
     )
     scenario = Scenario.model_validate(
         {
@@ -380,12 +393,14 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
     verdicts = judge_run(
         store,
         prefix=prefix,
-        run_id="20260099-scheduled",
+        run_id=tonight_id,
         node_count=500,
         scenarios=[scenario],
         tests=_fill(490.0),
         scenario_tests={"sanity-fill-cluster": _fill(490.0)},
         include_dir="include",
+        profiles=RunProfiles(run_id=tonight_id, scenarios={"sanity-fill-cluster": tonight}),
+        run_pods={"sanity-fill-cluster": 4000},
     ).model_dump(mode="json")
 
     assert verdicts["verdict"] == "threshold", verdicts["reasons"]  # 490 s breaches max 7m (420 s)

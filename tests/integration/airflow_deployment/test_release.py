@@ -89,9 +89,9 @@ SUITE_TESTS = {
     },
 }
 # A Go duration as KAI's suite writes it (time.Duration's String()), e.g. "1m2.5s" or "13.3s".
+GO_DURATION = re.compile(r"^(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)$")
 # The Go module of KAI's scheduler: its functions' names begin with it.
 KAI_MODULE = "github.com/kai-scheduler/KAI-scheduler/"
-GO_DURATION = re.compile(r"^(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms|µs|ns)$")
 
 
 @pytest.mark.timeout(1200)

@@ -112,8 +112,18 @@ def test_the_chart_renders_airflow_on_the_system_node_with_no_database_of_its_ow
     # The worker pods' template: the same image, the system node, the pipeline's connections.
     template = yaml.safe_load(config["data"]["pod_template_file.yaml"])
     assert template["spec"]["nodeSelector"] == {SYSTEM_NODE_LABEL: "system"}
-    env = {entry["name"] for entry in template["spec"]["containers"][0]["env"]}
-    assert {"AIRFLOW_CONN_KUBERNETES_DEFAULT", "AIRFLOW_CONN_AWS_DEFAULT", "KAI_SCALE_RESULTS_BUCKET"} <= env
+    env = {entry["name"]: entry for entry in template["spec"]["containers"][0]["env"]}
+    assert {"AIRFLOW_CONN_KUBERNETES_DEFAULT", "AIRFLOW_CONN_AWS_DEFAULT", "KAI_SCALE_RESULTS_BUCKET"} <= set(
+        env
+    )
+    # Pyroscope's connection may be missing from the Secret: every pod starts without it.
+    pyroscope = {"name": "kai-scale-connections", "key": "pyroscope_default", "optional": True}
+    assert env["AIRFLOW_CONN_PYROSCOPE_DEFAULT"]["valueFrom"]["secretKeyRef"] == pyroscope
+    for name, spec in _pod_specs(rendered).items():
+        for container in spec["containers"]:
+            for entry in container.get("env", []):
+                if entry["name"] == "AIRFLOW_CONN_PYROSCOPE_DEFAULT":
+                    assert entry["valueFrom"]["secretKeyRef"] == pyroscope, (name, container["name"])
 
 
 def test_the_image_is_the_pipelines_for_every_airflow_container(rendered: list[dict[str, Any]]) -> None:

@@ -38,6 +38,11 @@ class PyroscopeHook(BaseHook):
                 f"AIRFLOW_CONN_{self.pyroscope_conn_id.upper()} to the Pyroscope URL the workers reach",
                 unreachable=True,
             ) from error
+        except Exception as error:  # profiles never fail a run: whatever is wrong is said
+            raise PyroscopeError(
+                f"Airflow connection {self.pyroscope_conn_id!r} (Pyroscope) cannot be read: {error}",
+                unreachable=True,
+            ) from error
         url = base_url(
             conn_type=connection.conn_type,
             host=connection.host,

@@ -241,6 +241,27 @@ def missing_scenarios(document: RunMetrics) -> list[str]:
     return [name for name, entry in document.scenarios.items() if entry.status in ("missing", "partial")]
 
 
+# The default profile's query of the pods bound per second (include/metrics/default.yaml).
+POD_BINDING_RATE = "pod_binding_rate"
+
+
+def pods_bound(scenario: Mapping[str, Any] | None) -> int | None:
+    """The pods bound in a scenario's window, from its metrics as written (``ScenarioMetrics`` as JSON).
+
+    The binding rate's mean over the window times the window's length: an estimate (the rate is over
+    the minute before each step). None without the query's summary or the window, as in runs of old.
+    """
+    try:
+        summary = scenario["metrics"][POD_BINDING_RATE]["summary"] if scenario else None
+        window = scenario["window"] if scenario else None
+        if not summary or not window:
+            return None
+        seconds = (_time(window["end"]) - _time(window["start"])).total_seconds()
+        return round(float(summary["avg"]) * seconds)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 UNWRITTEN_REASON = "the collect_metrics task wrote no metrics (see its log)"
 
 

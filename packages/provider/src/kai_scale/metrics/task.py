@@ -12,7 +12,7 @@ from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.metrics.collection import Window, missing_scenarios, scenario_window
 from kai_scale.metrics.profile import MetricsProfile
 from kai_scale.metrics.run_metrics import collect_run_metrics
-from kai_scale.object_keys import run_metrics_key
+from kai_scale.object_keys import run_metrics_key, run_profiles_key
 from kai_scale.operators.scenario_pod import recorded_outputs, recorded_window
 from kai_scale.profiles.task import collect_profiles
 from kai_scale.run_id import run_id_of
@@ -51,9 +51,11 @@ def collect_metrics(
     bucket = ResultsBucketHook(aws_conn_id=settings.aws_conn_id, bucket=settings.results_bucket)
     key = run_metrics_key(run_id)
     selected = [s for s in scenarios if s.name in context["params"]["scenarios"]]
-    with bucket.errors_named(f"read the scenarios' outcomes and clear {key}"):
-        # An earlier try's metrics must not be published as this try's if this one dies unwritten.
+    with bucket.errors_named(f"read the scenarios' outcomes and clear {key} and the profiles"):
+        # An earlier try's metrics and profiles must not be published as this try's if this one dies
+        # before it writes them.
         bucket.delete(key)
+        bucket.delete(run_profiles_key(run_id))
         windows = {s.name: _window(ti, bucket, s.name) for s in selected}
     document = collect_run_metrics(
         run_id=run_id,

@@ -43,17 +43,26 @@ class PyroscopeClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=timeout_seconds,
-            transport=httpx.HTTPTransport(retries=CONNECT_RETRIES),
-        )
+        try:
+            self._http = httpx.Client(
+                base_url=self.base_url,
+                headers=headers,
+                timeout=timeout_seconds,
+                transport=httpx.HTTPTransport(retries=CONNECT_RETRIES),
+            )
+        except httpx.InvalidURL as error:
+            raise PyroscopeError(
+                f"Pyroscope's URL {base_url!r} is no URL: {error}", unreachable=True
+            ) from error
 
     def __enter__(self) -> PyroscopeClient:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close its connections."""
         self._http.close()
 
     def merged_profile(self, *, profile_type: str, service: str, start: datetime, end: datetime) -> bytes:
@@ -71,7 +80,7 @@ class PyroscopeClient:
                 content=request,
                 headers={"Content-Type": "application/proto", "Connect-Protocol-Version": "1"},
             )
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise PyroscopeError(
                 f"Pyroscope at {self.base_url} is unreachable: {error}", unreachable=True
             ) from error

@@ -57,7 +57,7 @@ class ProfileFetcher:
     def close(self) -> None:
         """Close the client's connections, if it connected."""
         if self._client is not None:
-            self._client.__exit__()
+            self._client.close()
 
 
 def collect_profiles(
@@ -71,13 +71,12 @@ def collect_profiles(
 ) -> RunProfiles:
     """Write ``runs/<run-id>/profiles.json`` and the pprof files it names; return the document.
 
+    The task cleared an earlier try's document before it collected anything (``collect_metrics``).
+
     Waits until Pyroscope can answer for the last window (``QUERYABLE_AFTER``). Pyroscope's problems
     mark profiles missing; only the bucket's fail the task.
     """
     key = run_profiles_key(run_id)
-    with bucket.errors_named(f"clear {key}"):
-        # An earlier try's profiles must not be published as this try's if this one dies unwritten.
-        bucket.delete(key)
     ready = queryable_at(windows)
     if ready is not None and (wait := (ready - now()).total_seconds()) > 0:
         log.info("profiles: waiting %.0f s for Pyroscope to make the last window queryable", wait)

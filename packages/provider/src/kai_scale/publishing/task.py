@@ -12,7 +12,7 @@ from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.cluster_errors import ClusterError
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.metrics.collection import metrics_to_publish, missing_scenarios, public_metrics
+from kai_scale.metrics.collection import metrics_to_publish, missing_scenarios, pods_bound, public_metrics
 from kai_scale.object_keys import (
     published_keys,
     run_file_key,
@@ -139,6 +139,12 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         source=f"s3://{settings.results_bucket}/{run_profiles_key(run_id)}",
     )
     results = results_document(metadata=metadata, entries=entries, profiles=profiles)
+    metrics, unreadable = metrics_to_publish(
+        metrics_text,
+        run_id=run_id,
+        scenarios=selected,
+        source=f"s3://{settings.results_bucket}/{run_metrics_key(run_id)}",
+    )
     # Imported here: Otava and SciPy cost ~0.5 s, which every parse of the DAG file would pay.
     from kai_scale.publishing.verdicts_step import detail_rules, judge_run  # noqa: PLC0415
 
@@ -158,6 +164,10 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
                 if e.outcome and e.outcome.tests
             },
             include_dir=str(settings.include_dir),
+            profiles=profiles,
+            run_pods={
+                name: pods_bound(entry.model_dump(mode="json")) for name, entry in metrics.scenarios.items()
+            },
             rules=detail_rules(scenarios),
         )
     summary = summary.judged(verdict=verdicts.verdict, reasons=verdicts.reasons)
@@ -169,12 +179,6 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
     log.info("verdict: %s", verdicts.verdict)
     for reason in verdicts.reasons:
         log.info("  %s", reason)
-    metrics, unreadable = metrics_to_publish(
-        metrics_text,
-        run_id=run_id,
-        scenarios=selected,
-        source=f"s3://{settings.results_bucket}/{run_metrics_key(run_id)}",
-    )
     published = publish_run(
         bucket,
         prefix=settings.results_prefix,

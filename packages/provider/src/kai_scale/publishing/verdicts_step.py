@@ -7,14 +7,16 @@ its CPU profile of KAI's scheduler) and ``acknowledgements.json``; the maths is 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
+from kai_scale.metrics.collection import pods_bound
 from kai_scale.object_keys import acknowledgements_key, published_keys_beside, run_file_key
-from kai_scale.profiles.collection import CPU_PROFILE, profile_file
+from kai_scale.profiles.collection import CPU_PROFILE, CollectedProfile, RunProfiles
 from kai_scale.profiles.pprof import Profile, ProfileError, decode_profile
 from kai_scale.publishing.manifest import ManifestError, empty_manifest
 from kai_scale.publishing.published_history import read_manifest, read_run
@@ -84,29 +86,57 @@ def _cpu_profile(bucket: ResultsBucketHook, key: str, whose: str) -> Profile | s
         return f"{whose}'s CPU profile ({key}) is unreadable: {error}"
 
 
+def _published_pods_bound(bucket: ResultsBucketHook, results_key: str, scenario: str) -> int | None:
+    """The pods bound in ``scenario``'s window of the run published at ``results_key`` (None: unknown)."""
+    text = bucket.read_text(published_keys_beside(results_key).metrics)
+    try:
+        document = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None  # a lost or truncated metrics.json: the comparison goes on without pods
+    scenarios = document.get("scenarios") if isinstance(document, dict) else None
+    return pods_bound(scenarios.get(scenario)) if isinstance(scenarios, dict) else None
+
+
 def _profile_comparisons(
     bucket: ResultsBucketHook,
     *,
     run_id: str,
     previous: Mapping[str, HistoricRun | None],
     earlier: _EarlierRuns,
+    profiles: RunProfiles,
+    run_pods: Mapping[str, int | None],
 ) -> dict[str, ProfileComparison | str]:
-    """Each scenario's CPU profile against its previous comparable run's, or why it is not compared."""
+    """Each scenario's CPU profile against its previous comparable run's, or why it is not compared.
+
+    The run's profile is the one its profiles document says was collected (a file of an earlier try
+    is not); the previous run's, the one published beside its results.json.
+    """
     comparisons: dict[str, ProfileComparison | str] = {}
     for scenario, before in previous.items():
-        file = profile_file(scenario, CPU_PROFILE)
-        if before is None:
-            comparisons[scenario] = "no previous comparable run"
+        entry = profiles.scenarios.get(scenario)
+        cpu = entry.profiles.get(CPU_PROFILE) if entry else None
+        results_key = earlier.results_keys.get(before.run_id) if before else None
+        if not isinstance(cpu, CollectedProfile):
+            why = cpu.reason if cpu else "no profiles entry"
+            comparisons[scenario] = f"this run's CPU profile was not collected: {why}"
             continue
-        run = _cpu_profile(bucket, run_file_key(run_id, file), "this run")
-        baseline_key = published_keys_beside(earlier.results_keys.get(before.run_id, "")).beside(file)
-        baseline = _cpu_profile(bucket, baseline_key, f"run {before.run_id}")
+        if before is None or results_key is None:
+            comparisons[scenario] = "no previous comparable run with published results"
+            continue
+        run = _cpu_profile(bucket, run_file_key(run_id, cpu.file), "this run")
+        baseline = _cpu_profile(
+            bucket, published_keys_beside(results_key).beside(cpu.file), f"run {before.run_id}"
+        )
         if isinstance(run, str) or isinstance(baseline, str):
             comparisons[scenario] = run if isinstance(run, str) else str(baseline)
             continue
         try:
             comparisons[scenario] = compare_cpu_profiles(
-                run=run, baseline=baseline, baseline_run_id=before.run_id
+                run=run,
+                baseline=baseline,
+                baseline_run_id=before.run_id,
+                run_pods=run_pods.get(scenario),
+                baseline_pods=_published_pods_bound(bucket, results_key, scenario),
             )
         except ProfileError as error:
             comparisons[scenario] = f"not comparable: {error}"
@@ -155,6 +185,8 @@ def judge_run(
     tests: Sequence[Mapping[str, Any]],
     scenario_tests: Mapping[str, Sequence[Mapping[str, Any]]],
     include_dir: str,
+    profiles: RunProfiles,
+    run_pods: Mapping[str, int | None],
     rules: Mapping[tuple[str, str], DetailRule] | None = None,
     method: Method = DEFAULT_METHOD,
 ) -> Verdicts:
@@ -162,6 +194,8 @@ def judge_run(
 
     :param scenarios: the scenarios that ran to success (their thresholds are evaluated).
     :param scenario_tests: each scenario's own test entries (compared with its previous run).
+    :param profiles: the run's profiles document (its CPU profiles are compared with the previous run's).
+    :param run_pods: each scenario's pods bound in its window (``pods_bound``; None: unknown).
     :param rules: how each detail's regressions are judged; by default ``scenarios``' ``detail_rules``
         (pass every scenario's: a failed scenario's entries are judged by its rules too).
     """
@@ -192,7 +226,9 @@ def judge_run(
     )
     return with_profiles(
         verdicts,
-        comparisons=_profile_comparisons(bucket, run_id=run_id, previous=previous, earlier=earlier),
+        comparisons=_profile_comparisons(
+            bucket, run_id=run_id, previous=previous, earlier=earlier, profiles=profiles, run_pods=run_pods
+        ),
         scenario_tests={
             scenario: [str(t["test_name"]) for t in own] for scenario, own in scenario_tests.items()
         },
