@@ -158,39 +158,18 @@ def test_an_upgrade_that_cannot_reach_the_database_stops_naming_the_failing_pod_
     port = local_env.config.ports.postgres
     assert f'connection to server at "{local_env.config.pod_network.gateway}", port {port} failed' in said
     assert release_statuses(local_env)[AIRFLOW_RELEASE] == "failed"
-    # As an operator would: the services waiting out their restart back-off start again at once.
-    for pod in _backing_off(core):
-        core.delete_namespaced_pod(pod, NAMESPACE)
     wait_for(lambda: _all_ready(core), timeout=600, what="Airflow's services to come back with the database")
     assert airflow_deployment.deploy(upgrade) is True
 
 
-def _serving_pods(core: client.CoreV1Api) -> list[client.V1Pod]:
-    """The release's pods but its finished jobs and those shutting down."""
-    return [
-        pod
-        for pod in core.list_namespaced_pod(NAMESPACE).items
-        if pod.status.phase != "Succeeded" and pod.metadata.deletion_timestamp is None
-    ]
-
-
 def _all_ready(core: client.CoreV1Api) -> bool:
-    """Whether every serving pod of the release has all its containers ready."""
-    return all(
-        all(status.ready for status in pod.status.container_statuses or []) for pod in _serving_pods(core)
-    )
-
-
-def _backing_off(core: client.CoreV1Api) -> list[str]:
-    """The serving pods with a container in CrashLoopBackOff, by name."""
-
-    def backing_off(pod: client.V1Pod) -> bool:
-        statuses = [*(pod.status.init_container_statuses or []), *(pod.status.container_statuses or [])]
-        return any(
-            status.state.waiting and status.state.waiting.reason == "CrashLoopBackOff" for status in statuses
-        )
-
-    return [pod.metadata.name for pod in _serving_pods(core) if backing_off(pod)]
+    """Whether every pod of the release but its finished jobs has all its containers ready."""
+    for pod in core.list_namespaced_pod(NAMESPACE).items:
+        if pod.status.phase == "Succeeded" or pod.metadata.deletion_timestamp is not None:
+            continue
+        if not all(status.ready for status in pod.status.container_statuses or []):
+            return False
+    return True
 
 
 def _trigger(api: AirflowApi, conf: dict[str, Any]) -> httpx.Response:
