@@ -10,6 +10,8 @@ from __future__ import annotations
 
 QUEUE_CRD = "queues.scheduling.run.ai"
 """KAI's Queue CRD: every KAI installation has it, and KAI's suite cannot run without it."""
+SHARD_CRD = "schedulingshards.kai.scheduler"
+"""KAI's SchedulingShard CRD, whose objects the scale tuning patches."""
 NAMESPACE = "kai-scheduler"
 """KAI's namespace, its Config's ``spec.namespace`` by default: where its services run."""
 SCHEDULER_NAME = "kai-scheduler"

@@ -13,9 +13,9 @@ from pathlib import Path
 from kai_scale.cluster import kai_rollout, kai_tuning
 from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
+from kai_scale_model import kai
 from kai_scale_model.waiting import wait_for
 
-KAI_SHARD_CRD = "schedulingshards.kai.scheduler"
 KAI_CONFIG = ("kai.scheduler/v1", "Config", "kai-config")
 # KAI's services restart from images already on the node (their Deployments use the Recreate strategy):
 # ample time for that, and a rollout that hangs fails the setup instead of a scenario measuring an
@@ -41,7 +41,7 @@ def tune_kai(
     :param profile: the tuning profile's name (``KAI_SCALE_KAI_TUNING_PROFILE``).
     :param timeout: seconds to wait for the rollout; SetupError after, naming what is not rolled out.
     """
-    if not cluster.crd_exists(KAI_SHARD_CRD):
+    if not cluster.crd_exists(kai.SHARD_CRD):
         return ["KAI not installed: nothing to tune (the scenarios that need KAI will not run)"]
     tuning = kai_tuning.load_profile(include_dir, profile)
     lines = [f"tuning profile {tuning.name} ({tuning.path})"]

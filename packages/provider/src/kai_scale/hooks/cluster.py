@@ -18,9 +18,9 @@ from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
 from kai_scale.hooks.cluster_errors import Gone, KindNotServed, NotFound, api_errors
+from kai_scale_model import labels
 from kai_scale_model.waiting import Deadline
 
-FIELD_MANAGER = "kai-scale-pipeline"
 NODE_PAGE = 500
 
 
@@ -146,7 +146,7 @@ class ClusterHook(KubernetesHook):
                     body=document,
                     name=metadata["name"],
                     namespace=metadata.get("namespace"),
-                    field_manager=FIELD_MANAGER,
+                    field_manager=labels.MANAGER,  # the pipeline's name, as its objects' managed-by
                     force_conflicts=True,
                 )
             applied.append(f"{document['kind']}/{metadata['name']}")
