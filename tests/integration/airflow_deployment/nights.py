@@ -534,24 +534,24 @@ def _restart_the_api_server_while_slow_runs(
 
 
 def _freeze_s3_as_publishing_starts(local_env: LocalEnvironment, *, since: float) -> None:
-    """Once collect_metrics wrote a metrics.json (after ``since``), the S3 endpoint is frozen (SIGSTOP).
+    """Once collect_metrics wrote profiles.json, its last object (after ``since``), S3 is frozen (SIGSTOP).
 
     Frozen rather than killed: its data lives in its memory. For S3_FROZEN_SECONDS every request to
     it hangs: publishing's, and Airflow's remote logging's.
     """
     s3 = local_env.s3_client()
 
-    def metrics_written() -> bool:
+    def collected() -> bool:
         pages = s3.get_paginator("list_objects_v2").paginate(
             Bucket=localenv_settings.DEFAULT_BUCKET, Prefix="runs/"
         )
         return any(
-            item["Key"].endswith("/metrics.json") and item["LastModified"].timestamp() > since
+            item["Key"].endswith("/profiles.json") and item["LastModified"].timestamp() > since
             for page in pages
             for item in page.get("Contents", [])
         )
 
-    wait_for(metrics_written, timeout=1200, what="collect_metrics to write metrics.json", interval=0.2)
+    wait_for(collected, timeout=1200, what="collect_metrics to write profiles.json", interval=0.2)
     s3_server = int((local_env.config.run_dir / "s3.pid").read_text().split()[0])  # "<pid> <start time>"
     os.kill(s3_server, signal.SIGSTOP)
     try:
