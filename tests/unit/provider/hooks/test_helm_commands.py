@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -79,3 +80,10 @@ def test_a_release_is_up_to_date_only_with_the_same_set_values(
 ) -> None:
     """Helm get values gives nested, typed values; the chart's --set values are flat strings."""
     assert values_match(json.dumps(release_values), chart=FAKE_GPU_OPERATOR) is match
+
+
+def test_a_key_with_a_dot_of_its_own_matches_its_escaped_set_form() -> None:
+    """Pyroscope's ``extraArgs`` are flags named with dots: --set escapes them, helm returns them whole."""
+    chart = replace(FAKE_GPU_OPERATOR, values={"pyroscope.extraArgs.log\\.level": "info"})
+    assert values_match(json.dumps({"pyroscope": {"extraArgs": {"log.level": "info"}}}), chart=chart)
+    assert not values_match(json.dumps({"pyroscope": {"extraArgs": {"log": {"level": "info"}}}}), chart=chart)

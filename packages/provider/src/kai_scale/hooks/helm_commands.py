@@ -126,13 +126,18 @@ def is_deployed(list_output: str, *, chart: Chart) -> bool:
 
 
 def _flattened(values: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """``{"a": {"b": 1}}`` as ``{"a.b": "1"}``: the ``--set`` form, values as helm parses them back."""
+    r"""``{"a": {"b": 1}}`` as ``{"a.b": "1"}``: the ``--set`` form, values as helm parses them back.
+
+    A key with a dot of its own (``extraArgs: {log.level: info}``) is written escaped, as ``--set``
+    takes it: ``extraArgs.log\.level``.
+    """
     flat: dict[str, str] = {}
     for key, value in values.items():
+        escaped = key.replace(".", "\\.")
         if isinstance(value, Mapping):
-            flat.update(_flattened(value, f"{prefix}{key}."))
+            flat.update(_flattened(value, f"{prefix}{escaped}."))
         else:
-            flat[f"{prefix}{key}"] = value if isinstance(value, str) else json.dumps(value)
+            flat[f"{prefix}{escaped}"] = value if isinstance(value, str) else json.dumps(value)
     return flat
 
 
