@@ -33,17 +33,28 @@ class ProfileFetcher:
 
     def __init__(self, connect: Callable[[], PyroscopeClient]) -> None:
         self._connect = connect
-        self._client: PyroscopeClient | None = None
-        self._unreachable: PyroscopeError | None = None
+        # None until the first use; then the client, or the error that stops every later fetch.
+        self._state: PyroscopeClient | PyroscopeError | None = None
+
+    def _client(self) -> PyroscopeClient | PyroscopeError:
+        if self._state is None:
+            try:
+                self._state = self._connect()
+            except PyroscopeError as error:
+                self._state = error
+        return self._state
+
+    def connected(self) -> bool:
+        """Whether a client was built (its connection is defined and readable); builds it at first."""
+        return isinstance(self._client(), PyroscopeClient)
 
     def __call__(self, profile_type: ProfileType, window: Window) -> bytes:
         """KAI's scheduler's merged profile of ``profile_type`` over ``window``, as Pyroscope sent it."""
-        if self._unreachable is not None:
-            raise self._unreachable
+        client = self._client()
+        if isinstance(client, PyroscopeError):
+            raise client
         try:
-            if self._client is None:
-                self._client = self._connect()
-            return self._client.merged_profile(
+            return client.merged_profile(
                 profile_type=profile_type.pyroscope_id,
                 service=kai.SCHEDULER_NAME,
                 start=window.start,
@@ -51,13 +62,14 @@ class ProfileFetcher:
             )
         except PyroscopeError as error:
             if error.unreachable:
-                self._unreachable = error
+                client.close()
+                self._state = error
             raise
 
     def close(self) -> None:
         """Close the client's connections, if it connected."""
-        if self._client is not None:
-            self._client.close()
+        if isinstance(self._state, PyroscopeClient):
+            self._state.close()
 
 
 def collect_profiles(
@@ -73,16 +85,17 @@ def collect_profiles(
 
     The task cleared an earlier try's document before it collected anything (``collect_metrics``).
 
-    Waits until Pyroscope can answer for the last window (``QUERYABLE_AFTER``). Pyroscope's problems
-    mark profiles missing; only the bucket's fail the task.
+    Waits until Pyroscope can answer for the last window (``QUERYABLE_AFTER``), unless its connection
+    is undefined or unreadable. Pyroscope's problems mark profiles missing; only the bucket's fail the
+    task.
     """
     key = run_profiles_key(run_id)
-    ready = queryable_at(windows)
-    if ready is not None and (wait := (ready - now()).total_seconds()) > 0:
-        log.info("profiles: waiting %.0f s for Pyroscope to make the last window queryable", wait)
-        sleep(wait)
     pyroscope = ProfileFetcher(PyroscopeHook(pyroscope_conn_id=pyroscope_conn_id).get_conn)
     try:
+        ready = queryable_at(windows)
+        if pyroscope.connected() and ready is not None and (wait := (ready - now()).total_seconds()) > 0:
+            log.info("profiles: waiting %.0f s for Pyroscope to make the last window queryable", wait)
+            sleep(wait)
         collected = {
             name: collect_scenario(pyroscope, scenario=name, service=kai.SCHEDULER_NAME, window=window)
             for name, window in windows.items()
