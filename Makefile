@@ -61,17 +61,18 @@ local-deps: venv ## build (once, cached) the control plane, Prometheus and helm 
 local-images: local-deps ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
 	localenv/images.sh --build-only
 
-# The trend view's chart library (Apache ECharts), installed from the npm lock and copied, with its
-# licence, into the provider's static files by the package's build script (the Airflow image runs
-# the same); git-ignored, so every checkout builds its own.
+# The trend view's browser libraries (Apache ECharts; D3 and d3-flame-graph), installed from the npm
+# lock and copied, with their licences, into the provider's static files by the package's build script
+# (the Airflow image runs the same); git-ignored, so every checkout builds its own.
 VIEW_UI := packages/provider/ui
 VIEW_VENDOR := packages/provider/src/kai_scale/views/static/vendor
 
-$(VIEW_VENDOR)/echarts.min.js: $(VIEW_UI)/package.json $(VIEW_UI)/package-lock.json
+$(VIEW_VENDOR)/.built: $(addprefix $(VIEW_UI)/,package.json package-lock.json build.mjs)
 	tools/require_debian_packages.sh npm=npm
 	cd $(VIEW_UI) && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	touch $@
 
-view-assets: $(VIEW_VENDOR)/echarts.min.js ## the trend view's chart library, from packages/provider/ui's npm lock
+view-assets: $(VIEW_VENDOR)/.built ## the trend view's browser libraries, from packages/provider/ui's npm lock
 
 browser: ## headless Chromium and its driver for the browser test (Debian's, installed when missing)
 	tools/require_debian_packages.sh chromium=chromium chromedriver=chromium-driver

@@ -15,8 +15,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook
-from kai_scale.object_keys import run_summary_key
-from kai_scale.profiles.collection import RunProfiles
+from kai_scale.object_keys import run_file_key, run_summary_key
+from kai_scale.profiles.collection import (
+    CPU_PROFILE,
+    CollectedProfile,
+    RunProfiles,
+    ScenarioProfiles,
+    profile_file,
+)
+from kai_scale.profiles.summary import summarize
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import RunMetadata, manifest_entry, results_document, timestamp
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
@@ -24,6 +31,7 @@ from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale.run_id import pipeline_run_id
 from kai_scale_model.outcome import ScenarioOutcome, TestResult
 from kai_scale_model.scenario import Scenario
+from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3, fixture
 
 NODE_COUNT = 500
 RUNS = 16
@@ -36,6 +44,10 @@ THROUGHPUT_TEST = "GPU pod scheduling throughput"
 FILL_MAX = "9m"
 """The sanity-fill-cluster scenario's threshold on its time (540 s: the regression stays under it)."""
 FAILURE_REASON = "spec failed: expected all 4000 pods to be scheduled"
+PROFILED_SCENARIO = "sanity-fill-cluster"
+# The last two runs publish the scheduler's CPU profile of PROFILED_SCENARIO, the Go runtime's own
+# (tests/unit/provider/profiles/fixtures): main.light's share grows in the newest, which the verdicts name.
+PROFILES = {RUNS - 2: HEAVY3, RUNS - 1: HEAVY1}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,6 +231,26 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
     return {"run_id": run_id, "prometheus": None, "step_seconds": 15.0, "scenarios": scenarios}
 
 
+def _profiles(store: ResultsBucketHook, run_id: str, index: int) -> tuple[RunProfiles, dict[str, str]]:
+    """The run's profiles document, and its files by key under ``runs/``, as collect_metrics leaves them."""
+    path = PROFILES.get(index)
+    if path is None:
+        return RunProfiles(run_id=run_id, scenarios={}), {}  # runs published before profiles existed
+    file = profile_file(PROFILED_SCENARIO, CPU_PROFILE)
+    store.write_bytes(key=run_file_key(run_id, file), data=path.read_bytes(), content_type="application/gzip")
+    collected = CollectedProfile(status="collected", file=file, summary=summarize(fixture(path), "cpu"))
+    scenario = ScenarioProfiles(
+        status="partial",
+        reason="not collected: alloc_space, inuse_space",
+        service="kai-scheduler",
+        window=None,
+        profiles={CPU_PROFILE: collected},
+    )
+    return RunProfiles(run_id=run_id, scenarios={PROFILED_SCENARIO: scenario}), {
+        file: run_file_key(run_id, file)
+    }
+
+
 def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag: str) -> PublishedHistory:
     """Publish ``RUNS`` nightly runs, the newest a day before ``now``, each judged against the ones before.
 
@@ -255,7 +287,8 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             runner_image="ghcr.io/kai-scale-pipeline/runner:main",
             runner_image_ids={},
         )
-        results = results_document(metadata=metadata, entries=entries)
+        profiles, files = _profiles(store, run_id, index)
+        results = results_document(metadata=metadata, entries=entries, profiles=profiles)
         succeeded = {entry.scenario for entry in entries if entry.status == "success"}
         verdicts = judge_run(
             store,
@@ -270,7 +303,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
                 if entry.outcome and entry.outcome.tests
             },
             include_dir="include",
-            profiles=RunProfiles(run_id=run_id, scenarios={}),  # a history of runs without profiles
+            profiles=profiles,
             run_pods={},
         )
         summary = run_summary(
@@ -289,7 +322,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             metrics_text=json.dumps(_metrics(run_id, entries)),
             verdicts=verdicts.model_dump(mode="json"),
             ginkgo_report_keys={},
-            files={},
+            files=files,
             entry=manifest_entry(
                 run_id=run_id,
                 results_key=f"{prefix}{run_id}/results.json",
@@ -312,5 +345,6 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
         history.keys.extend(
             [run_summary_key(run_id), keys.results, keys.ginkgo_report, keys.metrics, keys.verdicts]
         )
+        history.keys.extend([*files.values(), *(keys.beside(file) for file in files)])
     history.keys.append(f"{prefix}manifest.json")
     return history

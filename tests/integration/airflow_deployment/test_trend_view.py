@@ -42,6 +42,8 @@ from tests.trend_history import (
     FAILURE_REASON,
     FILL_TEST,
     NODE_COUNT,
+    PROFILED_SCENARIO,
+    PROFILES,
     REGRESSION_FROM,
     RUNS,
     PublishedHistory,
@@ -465,3 +467,35 @@ def test_one_run_shows_its_scenarios_each_ones_previous_run_and_its_metrics(
     browser.save_screenshot(str(tmp_path / "one-run-previous-runs.png"))
     _reload_by(browser, previous["reclaim"].find_element(By.TAG_NAME, "a"))
     assert _element(browser, "h1").text == f"Run {history.run_ids[FAILED_RUN - 1]} pass"
+
+
+def test_a_runs_profiles_show_what_grew_draw_as_flame_graphs_and_download(
+    signed_in: webdriver.Chrome, airflow_ui: AirflowUI, history: PublishedHistory, tmp_path: Path
+) -> None:
+    browser = signed_in
+    newest = history.run_ids[-1]
+    browser.get(f"{airflow_ui.url}{VIEW}/runs/{newest}")
+    profiles = _element(browser, f"section.profiles[data-scenario='{PROFILED_SCENARIO}']")
+    grew = profiles.find_elements(By.CSS_SELECTOR, "table.share-changes tr.grew td:first-child")
+    assert grew[0].text == "main.light", "what the verdicts found grew most, against the night before"
+    assert history.run_ids[-2] in profiles.find_element(By.CSS_SELECTOR, ".profile-comparison").text
+
+    flame = _drawn(
+        browser, profiles.find_element(By.CSS_SELECTOR, ".chart[data-kind=flame][data-profile=cpu]")
+    )
+    assert int(flame.get_attribute("data-frames") or 0) > 3
+    frames = flame.find_elements(By.CSS_SELECTOR, "svg g")
+    assert len(frames) > 3
+    assert {"main.heavy", "main.light"} <= {frame.text for frame in frames}, (
+        "d3-flame-graph labels the frames"
+    )
+    browser.save_screenshot(str(tmp_path / "one-run-profiles.png"))
+
+    link = profiles.find_element(By.CSS_SELECTOR, "a.profile-download")
+    downloaded = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(arguments[0], {credentials: 'same-origin'})"
+        ".then((r) => r.arrayBuffer()).then((b) => done(Array.from(new Uint8Array(b))));",
+        link.get_attribute("href"),
+    )
+    assert bytes(downloaded) == PROFILES[RUNS - 1].read_bytes(), "the pprof file as published"

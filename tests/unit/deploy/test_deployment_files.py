@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kai_scale.views.app import CHART_LIBRARY
+from kai_scale.views.app import BROWSER_LIBRARIES
 from tests.conftest import ALERT_VARIABLES, REPO
 
 AIRFLOW_SERVICES = {
@@ -101,18 +101,24 @@ def test_build_leftovers_stay_out_of_the_images() -> None:
     assert {"**/build", "**/*.egg-info", "**/__pycache__", ".venv"} <= set(ignored)
 
 
-def test_the_airflow_image_builds_the_trend_views_chart_library_from_the_npm_lock() -> None:
+def test_the_airflow_image_builds_the_trend_views_browser_libraries_from_the_npm_lock() -> None:
     airflow = (REPO / "docker" / "airflow" / "Dockerfile").read_text()
     ui = REPO / "packages" / "provider" / "ui"
-    vendor = CHART_LIBRARY.parent.relative_to(ui.parent / "src")
-    assert "COPY packages/provider/ui/package.json packages/provider/ui/package-lock.json" in airflow
+    (vendor,) = {library.parent.relative_to(ui.parent / "src") for library in BROWSER_LIBRARIES}
+    assert (
+        "COPY packages/provider/ui/package.json packages/provider/ui/package-lock.json"
+        " packages/provider/ui/build.mjs ./" in airflow
+    )
     assert "RUN npm ci --no-audit --no-fund && npm run build" in airflow
     into_the_provider = (
         f"/kai-scale/packages/provider/src/{vendor} \\\n    /opt/kai-scale/provider/src/{vendor}\n"
     )
     assert f"COPY --chown=50000:0 --from=view-assets {into_the_provider}" in airflow
-    build = json.loads((ui / "package.json").read_text())["scripts"]["build"]
-    assert f"cp node_modules/echarts/dist/echarts.min.js ../src/{vendor}/" in build
+    assert json.loads((ui / "package.json").read_text())["scripts"]["build"] == "node build.mjs"
+    build = (ui / "build.mjs").read_text()
+    assert f'const vendor = "../src/{vendor}";' in build
+    for library in BROWSER_LIBRARIES:
+        assert f'"{library.name}"]' in build, f"build.mjs does not copy {library.name}"
 
 
 def test_every_file_that_names_airflows_version_names_the_locked_one() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,14 @@ import pytest
 from fastapi import FastAPI, HTTPException
 from fastapi.testclient import TestClient
 
+from kai_scale.metrics.collection import Window
+from kai_scale.profiles.collection import ProfileType, collect_scenario
+from kai_scale.verdicts.document import ProfileVerdict
+from kai_scale.verdicts.profile_comparison import compare_cpu_profiles
 from kai_scale.views import app as app_module
 from kai_scale.views.app import create_app
 from kai_scale.views.reader import ResultsReader
+from tests.unit.provider.profiles.builder import HEAP, HEAVY1, HEAVY3, fixture
 from tests.unit.provider.views.stores import CountingStore
 
 FILL = "Fill Cluster with single GPU Jobs"
@@ -255,11 +262,148 @@ def test_an_unreadable_history_is_a_page_that_says_why(store: CountingStore, cli
     assert "Public/manifest.json is not a manifest" in answer.text
 
 
-def test_without_the_chart_library_the_pages_say_how_to_build_it(
-    store: CountingStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+@pytest.mark.parametrize("missing", range(len(app_module.BROWSER_LIBRARIES)))
+def test_without_a_chart_library_the_pages_say_how_to_build_it(
+    store: CountingStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, missing: int
 ) -> None:
-    monkeypatch.setattr(app_module, "CHART_LIBRARY", tmp_path / "echarts.min.js")
+    libraries = list(app_module.BROWSER_LIBRARIES)
+    libraries[missing] = tmp_path / libraries[missing].name
+    monkeypatch.setattr(app_module, "BROWSER_LIBRARIES", tuple(libraries))
     with _client(store) as client:
         page = client.get("/airflow/scale-tests/runs").text
     assert "<code>make view-assets</code>" in page
     assert f'data-run-id="{RUN_IDS[0]}"' in page, "the tables work without it"
+
+
+PROFILED = RUN_IDS[2]
+WINDOW = Window(
+    start=datetime(2026, 11, 22, 2, tzinfo=UTC), end=datetime(2026, 11, 22, 2, 3, tzinfo=UTC), source="runner"
+)
+
+
+@pytest.fixture
+def profiled(store: CountingStore) -> CountingStore:
+    """The newest run with profiles of one scenario, published as the pipeline publishes them.
+
+    The Go runtime's own profiles stand for Pyroscope's answers (no allocation profile in the window);
+    the verdicts compared its CPU profile with its previous run's and flagged the scenario.
+    """
+
+    def fetch(profile_type: ProfileType, window: Window) -> bytes:
+        answers = {"cpu": HEAVY1, "inuse_space": HEAP}
+        path = answers.get(profile_type.sample_type)
+        return gzip.decompress(path.read_bytes()) if path else b""
+
+    collected = collect_scenario(fetch, scenario="fill", service="kai-scheduler", window=WINDOW)
+    results = _results("8m") | {"profiles": {"fill": collected.entry.model_dump(mode="json")}}
+    store.put(ENTRIES[2]["path"], results)
+    for file, body in collected.files.items():
+        store.objects[f"Public/{PROFILED}/{file}"] = body
+    comparison = compare_cpu_profiles(
+        run=fixture(HEAVY1),
+        baseline=fixture(HEAVY3),
+        baseline_run_id=RUN_IDS[0],
+        run_pods=100,
+        baseline_pods=100,
+    )
+    verdict = ProfileVerdict(comparison=comparison, reason=None, flagged=True)
+    store.put(f"Public/{PROFILED}/verdicts.json", {"profiles": {"fill": verdict.model_dump(mode="json")}})
+    return store
+
+
+def test_a_run_page_shows_each_scenarios_top_functions_its_comparison_and_its_profiles(
+    profiled: CountingStore, client: TestClient
+) -> None:
+    page = client.get(f"/airflow/scale-tests/runs/{PROFILED}").text
+    profiles = page[page.index("Profiles of KAI's scheduler") : page.index("Prometheus metrics")]
+    assert '<span class="outcome outcome-partial">partial</span>' in profiles
+    assert "not collected: alloc_space" in profiles
+    assert "Missing: no samples of kai-scheduler in the window" in profiles
+    assert f'CPU against <a class="run-link" href="/airflow/scale-tests/runs/{RUN_IDS[0]}">' in profiles
+    grew = profiles[profiles.index('<tr class="grew">') :]
+    assert grew.startswith('<tr class="grew"><td><code>main.light</code></td>'), "what grew most first"
+    for profile in ("cpu", "inuse_space"):
+        assert (
+            f'href="/airflow/scale-tests/runs/{PROFILED}/profiles/fill/{profile}.pb.gz">{profile}.pb.gz</a>'
+            in profiles
+        )
+        assert (
+            f'data-src="/airflow/scale-tests/api/runs/{PROFILED}/flame?scenario=fill&amp;profile={profile}"'
+            in profiles
+        )
+    assert 'cpu <span class="detail">· 1.2 s of CPU</span>' in profiles
+    assert 'inuse_space <span class="detail">· 4.0 MiB</span>' in profiles
+    assert "<code>main.heavy</code>" in profiles, "the CPU profile's top functions"
+    assert "<code>main.allocate</code>" in profiles, "the in-use profile's"
+
+
+def test_a_profile_downloads_as_published_and_draws_as_a_flame_graph(
+    profiled: CountingStore, client: TestClient
+) -> None:
+    download = client.get(f"/airflow/scale-tests/runs/{PROFILED}/profiles/fill/cpu.pb.gz")
+    assert download.status_code == 200
+    assert download.content == profiled.objects[f"Public/{PROFILED}/profiles/fill/cpu.pb.gz"]
+    assert (
+        download.headers["content-disposition"] == f"attachment; filename*=UTF-8''{PROFILED}-fill-cpu.pb.gz"
+    )
+    graph = client.get(
+        f"/airflow/scale-tests/api/runs/{PROFILED}/flame", params={"scenario": "fill", "profile": "cpu"}
+    )
+    assert graph.status_code == 200
+    body = graph.json()
+    assert (body["sample_type"], body["unit"]) == ("cpu", "nanoseconds")
+    assert body["root"]["value"] == body["total"] > 0
+    assert {child["name"] for child in body["root"]["children"]} >= {"runtime.main"}
+
+
+@pytest.mark.parametrize(
+    ("path", "detail"),
+    [
+        ("/api/runs/{run}/flame?scenario=fill&profile=alloc_space", "has no 'alloc_space' profile of 'fill'"),
+        ("/api/runs/{run}/flame?scenario=reclaim&profile=cpu", "has no 'cpu' profile of 'reclaim'"),
+        ("/api/runs/{run}/flame?scenario=fill&profile=goroutines", "'goroutines' is not one of cpu, alloc"),
+        ("/runs/{run}/profiles/fill/alloc_space.pb.gz", "has no 'alloc_space' profile of 'fill'"),
+        ("/runs/{run}/profiles/fill/verdicts.json", "has no 'verdicts.json' profile of 'fill'"),
+    ],
+)
+def test_a_profile_the_run_does_not_have_is_a_404_naming_it(
+    profiled: CountingStore, client: TestClient, path: str, detail: str
+) -> None:
+    answer = client.get(f"/airflow/scale-tests{path.format(run=PROFILED)}")
+    assert answer.status_code == 404
+    assert detail in answer.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (HEAVY1.read_bytes()[:-40], "truncated gzip stream"),
+        (b"<html>not a profile</html>", "not a pprof profile"),
+        (b"", "empty input"),
+    ],
+    ids=["truncated", "not-pprof", "empty"],
+)
+def test_a_malformed_profile_is_a_page_that_still_renders_and_a_flame_graph_that_says_why(
+    profiled: CountingStore, client: TestClient, body: bytes, why: str
+) -> None:
+    profiled.objects[f"Public/{PROFILED}/profiles/fill/cpu.pb.gz"] = body
+    assert client.get(f"/airflow/scale-tests/runs/{PROFILED}").status_code == 200
+    graph = client.get(
+        f"/airflow/scale-tests/api/runs/{PROFILED}/flame", params={"scenario": "fill", "profile": "cpu"}
+    )
+    assert graph.status_code == 422
+    assert graph.json()["detail"].startswith("the cpu profile of fill cannot be drawn: ")
+    assert why in graph.json()["detail"]
+
+
+def test_a_profile_entry_that_is_not_one_is_shown_as_unreadable(
+    profiled: CountingStore, client: TestClient
+) -> None:
+    profiled.put(ENTRIES[2]["path"], _results("8m") | {"profiles": {"fill": {"status": "collected"}}})
+    page = client.get(f"/airflow/scale-tests/runs/{PROFILED}").text
+    assert '<span class="outcome outcome-unreadable">unreadable</span>' in page
+    assert "the results&#39; profiles entry is not one: " in page
+    graph = client.get(
+        f"/airflow/scale-tests/api/runs/{PROFILED}/flame", params={"scenario": "fill", "profile": "cpu"}
+    )
+    assert graph.status_code == 404

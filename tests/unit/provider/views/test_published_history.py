@@ -21,6 +21,8 @@ from kai_scale.views.reader import ResultsReader
 from tests.trend_history import (
     FAILED_RUN,
     FILL_TEST,
+    PROFILED_SCENARIO,
+    PROFILES,
     REGRESSION_FROM,
     RUNS,
     PublishedHistory,
@@ -133,3 +135,23 @@ def test_a_failed_scenario_is_found_by_the_name_its_manifest_entry_gives(
     page = client.get("/runs", params={"q": "reclaim"}).text
     assert re.findall(r'<tr data-run-id="([^"]+)">', page) == [published.run_ids[FAILED_RUN]]
     assert '<td class="failed">reclaim</td>' in page
+
+
+def test_the_newest_runs_profile_is_compared_with_the_night_befores_and_served_as_published(
+    history: tuple[ResultsBucketHook, PublishedHistory], client: TestClient
+) -> None:
+    """The published profile's verdict names what grew (main.light); its file and flame graph are served."""
+    bucket, published = history
+    newest, before = published.run_ids[-1], published.run_ids[-2]
+    page = client.get(f"/runs/{newest}").text
+    profiles = page[page.index("Profiles of KAI's scheduler") : page.index("Prometheus metrics")]
+    assert f'<section class="profiles" data-scenario="{PROFILED_SCENARIO}">' in profiles
+    assert f'CPU against <a class="run-link" href="/runs/{before}">{before}</a>' in profiles
+    assert '<tr class="grew"><td><code>main.light</code></td>' in profiles
+    download = client.get(f"/runs/{newest}/profiles/{PROFILED_SCENARIO}/cpu.pb.gz")
+    assert download.content == PROFILES[RUNS - 1].read_bytes()
+    assert f"{PREFIX}{newest}/profiles/{PROFILED_SCENARIO}/cpu.pb.gz" in published.keys
+    flame = client.get(f"/api/runs/{newest}/flame", params={"scenario": PROFILED_SCENARIO, "profile": "cpu"})
+    assert flame.json()["root"]["value"] == flame.json()["total"] > 0
+    assert "This run has no profiles" in client.get(f"/runs/{published.run_ids[0]}").text
+    assert bucket.read_bytes(f"{PREFIX}{newest}/profiles/{PROFILED_SCENARIO}/cpu.pb.gz") == download.content

@@ -8,6 +8,7 @@ static files asks Airflow whether the user may read the DAG's runs (``authorizat
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import asdict
@@ -21,16 +22,29 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from kai_scale.profiles.collection import PPROF_SUFFIX, PROFILE_TYPES
+from kai_scale.profiles.flame import flame_graph
+from kai_scale.profiles.pprof import ProfileError, decode_profile
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.views.reader import ReadError, ResultsReader
-from kai_scale.views.run_detail import detail_rows, metric_charts, metric_series, scenario_rows
+from kai_scale.views.run_detail import (
+    collected_profile_file,
+    detail_rows,
+    metric_charts,
+    metric_series,
+    profile_rows,
+    scenario_rows,
+)
 from kai_scale.views.runs import RunFilter, RunRow, filter_runs, page_of
 from kai_scale.views.trends import PublishedRun, chart_list, runs_in_window, trend
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
-CHART_LIBRARY = STATIC_DIR / "vendor" / "echarts.min.js"
+# The browser libraries (make view-assets): ECharts draws the charts, D3 with d3-flame-graph the profiles.
+BROWSER_LIBRARIES = tuple(
+    STATIC_DIR / "vendor" / name for name in ("echarts.min.js", "d3.min.js", "d3-flamegraph.min.js")
+)
 WINDOW_DAYS = (30, 90)
 # The published objects a run page links to, by their field of PublishedKeys.
 PUBLISHED_OBJECTS = {
@@ -60,10 +74,11 @@ class _Pages:
         self.reader = reader
         self.dag_id = dag_id
         self.templates = Jinja2Templates(directory=HERE / "templates")
-        self.chart_library_missing = not CHART_LIBRARY.exists()
-        if self.chart_library_missing:
+        missing = [str(library) for library in BROWSER_LIBRARIES if not library.exists()]
+        self.chart_library_missing = bool(missing)
+        if missing:
             log.warning(
-                "%s is missing: charts will not draw; build it with `make view-assets`", CHART_LIBRARY
+                "%s missing: charts will not draw; build them with `make view-assets`", ", ".join(missing)
             )
 
     def render(self, request: Request, template: str, **context: Any) -> HTMLResponse:
@@ -151,6 +166,7 @@ def _routes(pages: _Pages) -> APIRouter:
             scenarios=scenario_rows(summary, verdicts),
             details=detail_rows(results, verdicts),
             charts=metric_charts(metrics),
+            profiles=profile_rows(results, verdicts),
             windows={
                 name: entry.get("window") for name, entry in ((metrics or {}).get("scenarios") or {}).items()
             },
@@ -225,6 +241,58 @@ def _routes(pages: _Pages) -> APIRouter:
     return router
 
 
+def _profile_routes(pages: _Pages) -> APIRouter:
+    """A run's profiles: each published pprof file, and its flame graph's tree."""
+    router = APIRouter()
+    reader = pages.reader
+
+    def profile_bytes(row: RunRow, scenario: str, profile: str) -> bytes:
+        file = collected_profile_file(reader.results(row), scenario=scenario, profile=profile)
+        if file is None:
+            raise HTTPException(
+                status_code=404, detail=f"run {row.run_id} has no {profile!r} profile of {scenario!r}"
+            )
+        key = row.keys.beside(file)
+        body = reader.object_bytes(key)
+        if body is None:
+            raise HTTPException(status_code=404, detail=f"s3://{reader.store.bucket}/{key} does not exist")
+        return body
+
+    @router.get("/runs/{run_id}/profiles/{scenario}/{file}")
+    def profile_file(run_id: str, scenario: str, file: str) -> Response:
+        row = pages.run_or_404(run_id)
+        profile = file.removesuffix(PPROF_SUFFIX)
+        body = profile_bytes(row, scenario, profile)
+        # go tool pprof opens it as it is; the name says which run, scenario and profile it is.
+        download = f"{row.run_id}-{scenario}-{profile}{PPROF_SUFFIX}"
+        return Response(
+            content=body,
+            media_type="application/gzip",
+            headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(download, safe='')}"},
+        )
+
+    @router.get("/api/runs/{run_id}/flame")
+    def flame_data(run_id: str, scenario: str, profile: str) -> Response:
+        row = pages.run_or_404(run_id)
+        profile_type = PROFILE_TYPES.get(profile)
+        if profile_type is None:
+            raise HTTPException(
+                status_code=404, detail=f"{profile!r} is not one of {', '.join(PROFILE_TYPES)}"
+            )
+        try:
+            graph = flame_graph(
+                decode_profile(profile_bytes(row, scenario, profile)), profile_type.sample_type
+            )
+        except ProfileError as error:
+            raise HTTPException(
+                status_code=422, detail=f"the {profile} profile of {scenario} cannot be drawn: {error}"
+            ) from error
+        # Encoded here: FastAPI's encoder walks the tree in Python, a frame per level.
+        return Response(content=json.dumps(graph, separators=(",", ":")), media_type="application/json")
+
+    return router
+
+
 def create_app(*, reader: ResultsReader, dag_id: str, authorization: Callable[..., Any]) -> FastAPI:
     """The view's app, to be mounted by Airflow's api-server.
 
@@ -235,6 +303,7 @@ def create_app(*, reader: ResultsReader, dag_id: str, authorization: Callable[..
     app = FastAPI(title="KAI scale tests", docs_url=None, redoc_url=None, openapi_url=None)
     pages = _Pages(reader=reader, dag_id=dag_id)
     app.include_router(_routes(pages), dependencies=[Depends(authorization)])
+    app.include_router(_profile_routes(pages), dependencies=[Depends(authorization)])
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     @app.exception_handler(ManifestError)

@@ -4,7 +4,8 @@ Scenarios come from the run summary (``runs/<run-id>/run-summary.json``: every s
 successful ones too); test entries and their details from ``results.json``; the comparison, thresholds
 and regressions from ``verdicts.json``, where each scenario is compared with its own previous run
 (``previous_run_ids``; each comparison names its ``previous_run_id``); the Prometheus series from
-``metrics.json``.
+``metrics.json``; each scenario's profiles of KAI's scheduler from ``results.json``'s ``profiles``
+and their comparison with its previous run's from ``verdicts.json``'s ``profiles``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import ValidationError
+
+from kai_scale.profiles.collection import CollectedProfile, MissingProfile, ScenarioProfiles
+from kai_scale.profiles.summary import ProfileSummary
+from kai_scale.verdicts.document import ProfileVerdict
+from kai_scale_model.validation import problems
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,3 +197,106 @@ def metric_series(metrics: Mapping[str, Any], *, scenario: str, name: str) -> di
             for s in query.get("series") or []
         ],
     }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileCard:
+    """One profile of one scenario: its file, its total and its top functions, or why it is missing."""
+
+    profile: str
+    """Its type (``PROFILE_TYPES``): ``cpu``, ``alloc_space``, ``inuse_space``."""
+    summary: ProfileSummary | None
+    """None: the profile is missing (``reason``)."""
+    reason: str | None
+    total: str
+    """The total in its unit (``13.1 s of CPU``, ``512 MiB``); empty when missing."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScenarioProfileRow:
+    """One scenario's profiles of KAI's scheduler and their comparison with its previous run's."""
+
+    scenario: str
+    status: str
+    """``collected``, ``partial``, ``missing``, or ``unreadable`` (the document's entry is not one)."""
+    reason: str | None
+    cards: list[ProfileCard]
+    verdict: ProfileVerdict | None
+    """The verdicts' comparison of its CPU profile (None: the run's verdicts have none for it)."""
+
+
+def profile_rows(
+    results: Mapping[str, Any] | None, verdicts: Mapping[str, Any] | None
+) -> list[ScenarioProfileRow]:
+    """Each scenario of ``results.json``'s profiles, with the verdicts' comparison; none for older runs.
+
+    A scenario's entry that is not one (the document was edited, or written by a newer pipeline) is
+    shown as unreadable, naming what is wrong; the page still renders.
+    """
+    judged = (verdicts or {}).get("profiles") or {}
+    rows = []
+    for scenario, raw in ((results or {}).get("profiles") or {}).items():
+        verdict = _profile_verdict(judged.get(scenario))
+        try:
+            entry = ScenarioProfiles.model_validate(raw)
+        except ValidationError as error:
+            rows.append(
+                ScenarioProfileRow(
+                    scenario=str(scenario),
+                    status="unreadable",
+                    reason=f"the results' profiles entry is not one: {problems(error)}",
+                    cards=[],
+                    verdict=verdict,
+                )
+            )
+            continue
+        rows.append(
+            ScenarioProfileRow(
+                scenario=str(scenario),
+                status=entry.status,
+                reason=entry.reason,
+                cards=[_card(name, profile) for name, profile in entry.profiles.items()],
+                verdict=verdict,
+            )
+        )
+    return rows
+
+
+def _profile_verdict(raw: object) -> ProfileVerdict | None:
+    try:
+        return ProfileVerdict.model_validate(raw) if raw is not None else None
+    except ValidationError:
+        return None  # verdicts.json is linked from the page; a bad entry hides only its comparison
+
+
+def _card(name: str, profile: CollectedProfile | MissingProfile) -> ProfileCard:
+    if isinstance(profile, MissingProfile):
+        return ProfileCard(profile=name, summary=None, reason=profile.reason, total="")
+    return ProfileCard(
+        profile=name, summary=profile.summary, reason=None, total=profile_amount(profile.summary)
+    )
+
+
+def profile_amount(summary: ProfileSummary) -> str:
+    """A profile's total as a person reads it: CPU in seconds, bytes in KiB to GiB, else as counted."""
+    if summary.cpu_seconds is not None:
+        return f"{summary.cpu_seconds:.1f} s of CPU"
+    if summary.unit == "bytes":
+        amount = float(summary.total)
+        for unit in ("B", "KiB", "MiB"):
+            if amount < 1024:
+                return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+            amount /= 1024
+        return f"{amount:.1f} GiB"
+    return f"{summary.total} {summary.unit}"
+
+
+def collected_profile_file(results: Mapping[str, Any] | None, *, scenario: str, profile: str) -> str | None:
+    """The published file of a scenario's collected profile, relative to the run's folder; None if none."""
+    raw = ((results or {}).get("profiles") or {}).get(scenario)
+    try:
+        entry = ScenarioProfiles.model_validate(raw) if raw is not None else None
+    except ValidationError:
+        return None
+    found = entry.profiles.get(profile) if entry else None
+    return found.file if isinstance(found, CollectedProfile) else None

@@ -1,6 +1,6 @@
 // The trend view's charts: each .chart[data-src] loads its JSON and draws itself once it scrolls into
 // view (a 90-day page can hold dozens), with Apache ECharts' SVG renderer (crisp, and its marks are
-// elements a test can find).
+// elements a test can find); a profile's flame graph with d3-flame-graph (SVG too).
 "use strict";
 
 const base = document.body.dataset.base;
@@ -161,7 +161,50 @@ function metricOption(metric) {
   };
 }
 
+// A value of a profile in its unit: CPU nanoseconds as seconds, bytes in KiB to GiB.
+function profileAmount(value, unit) {
+  if (unit === "nanoseconds") {
+    return `${(value / 1e9).toFixed(2)} s`;
+  }
+  if (unit === "bytes") {
+    const units = ["B", "KiB", "MiB", "GiB"];
+    let amount = value;
+    let index = 0;
+    while (amount >= 1024 && index < units.length - 1) {
+      amount /= 1024;
+      index += 1;
+    }
+    return `${amount.toFixed(index ? 1 : 0)} ${units[index]}`;
+  }
+  return `${value} ${unit}`;
+}
+
+function drawFlame(box, graph) {
+  box.replaceChildren();
+  const total = graph.total || 1;
+  const chart = flamegraph.default()
+    .width(Math.max(box.clientWidth, 320))
+    .cellHeight(18)
+    .transitionDuration(0)
+    .minFrameSize(1)
+    .label((node) => `${node.data.name}: ${profileAmount(node.value, graph.unit)} ` +
+      `(${((100 * node.value) / total).toFixed(1)} % of ${graph.sample_type})`);
+  d3.select(box).datum(graph.root).call(chart);
+  let frames = 0;
+  const count = (node) => {
+    frames += 1;
+    node.children.forEach(count);
+  };
+  count(graph.root);
+  box.dataset.frames = frames;
+  box.dataset.rendered = "true";
+}
+
 function draw(box, data) {
+  if (box.dataset.kind === "flame") {
+    drawFlame(box, data);
+    return;
+  }
   box.replaceChildren();
   const chart = echarts.init(box, null, {renderer: "svg"});
   if (box.dataset.kind === "trend") {
@@ -185,14 +228,17 @@ function draw(box, data) {
 }
 
 async function load(box) {
-  if (typeof echarts === "undefined") {
+  const library = box.dataset.kind === "flame" ? typeof flamegraph : typeof echarts;
+  if (library === "undefined") {
     box.querySelector(".chart-status").textContent = "The chart library is missing (make view-assets).";
     return;
   }
   try {
     const response = await fetch(box.dataset.src, {credentials: "same-origin"});
     if (!response.ok) {
-      throw new Error(`${response.status} ${response.statusText}`);
+      // The view's errors say what is wrong in their detail (a profile that cannot be drawn, ...).
+      const detail = await response.json().then((body) => body.detail, () => null);
+      throw new Error(detail || `${response.status} ${response.statusText}`);
     }
     draw(box, await response.json());
   } catch (error) {
