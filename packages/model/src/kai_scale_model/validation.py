@@ -1,4 +1,7 @@
-"""How a data file's validation errors read: each field by its dotted path, then what is wrong."""
+"""The bases of the pipeline's files and documents, and how their validation errors read.
+
+An error names each field by its dotted path, then what is wrong.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,15 @@ class StrictModel(BaseModel):
     """The base of the files and documents the pipeline reads and writes: unknown fields refused, frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class JsonDocument(StrictModel):
+    """A document the pipeline writes as JSON, where a value may be NaN or infinite (a suite's detail).
+
+    Such a value stays as ``json.dumps`` writes it (``NaN``, ``Infinity``), not pydantic's default null.
+    """
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
 
 
 def problems(error: ValidationError) -> str:

@@ -17,25 +17,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError, Series
 from kai_scale.metrics.summaries import summarize
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.scenario import Scenario
-from kai_scale_model.validation import problems
+from kai_scale_model.validation import JsonDocument, problems
 
 
 class MetricsDocumentError(ValueError):
     """A metrics document that is not one (not JSON, malformed, truncated); names its source and field."""
 
 
-class _Document(BaseModel):
-    # Non-finite values are written as null already (_number); any other would stay as json.dumps has it.
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
-
-
-class WindowEntry(_Document):
+class WindowEntry(JsonDocument):
     """A scenario's window as written (``Window.to_dict``): ISO 8601 times as Python writes them."""
 
     start: str
@@ -43,7 +38,7 @@ class WindowEntry(_Document):
     source: str
 
 
-class SeriesSummary(_Document):
+class SeriesSummary(JsonDocument):
     """``summaries.summarize`` of finite values."""
 
     samples: int
@@ -55,14 +50,14 @@ class SeriesSummary(_Document):
     p99: float
 
 
-class ValueAtEnd(_Document):
+class ValueAtEnd(JsonDocument):
     """One series' value at the window's end (None: not a finite number)."""
 
     labels: dict[str, str]
     value: float | None
 
 
-class SeriesValues(_Document):
+class SeriesValues(JsonDocument):
     """One series over the window: its summary and its (unix time, value) points."""
 
     labels: dict[str, str]
@@ -70,7 +65,7 @@ class SeriesValues(_Document):
     values: tuple[tuple[float, float | None], ...]
 
 
-class CollectedQuery(_Document):
+class CollectedQuery(JsonDocument):
     """A named query collected over the window."""
 
     query: str
@@ -84,7 +79,7 @@ class CollectedQuery(_Document):
     series: tuple[SeriesValues, ...]
 
 
-class MissingQuery(_Document):
+class MissingQuery(JsonDocument):
     """A named query whose values could not be collected, and why."""
 
     query: str
@@ -97,7 +92,7 @@ class MissingQuery(_Document):
 QueryResult = Annotated[CollectedQuery | MissingQuery, Field(discriminator="status")]
 
 
-class ScenarioMetrics(_Document):
+class ScenarioMetrics(JsonDocument):
     """One scenario's metrics over its window."""
 
     status: Literal["collected", "partial", "missing"]
@@ -106,7 +101,7 @@ class ScenarioMetrics(_Document):
     metrics: dict[str, QueryResult]
 
 
-class RunMetrics(_Document):
+class RunMetrics(JsonDocument):
     """``metrics.json``: per scenario, its window and each named query's summary and raw series."""
 
     run_id: str

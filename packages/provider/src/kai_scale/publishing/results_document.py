@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kai_scale.cluster.kai_tuning import TuningPatch
 from kai_scale.profiles.collection import RunProfiles, ScenarioProfiles
@@ -26,17 +26,13 @@ from kai_scale.publishing.run_summary import RunStatus, ScenarioEntry, run_failu
 from kai_scale.verdicts.document import Verdict
 from kai_scale_model.outcome import FailureKind
 from kai_scale_model.scenario import GinkgoRun, Scenario
+from kai_scale_model.validation import JsonDocument
 
 # KAI services whose resources the tuning sets (the dashboard's service_resources keys).
 KAI_SERVICES = ("scheduler", "binder", "podGroupController", "queueController", "podGrouper")
 
 
-class _Document(BaseModel):
-    # NaN and infinities stay as json.dumps writes them (a detail of the suite's may be one).
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
-
-
-class RunMetadata(_Document):
+class RunMetadata(JsonDocument):
     """The ``metadata`` block, field for field."""
 
     kai_scheduler_ref: str
@@ -54,7 +50,7 @@ class RunMetadata(_Document):
     runner_image_ids: dict[str, str | None]
 
 
-class ResultsTestEntry(_Document):
+class ResultsTestEntry(JsonDocument):
     """An entry of ``results.tests``: the suite's own, or one naming a scenario that did not succeed."""
 
     test_name: str
@@ -64,7 +60,7 @@ class ResultsTestEntry(_Document):
     """The suite's own free-form fields, as it wrote them; or the scenario, the reason and its kind."""
 
 
-class Results(_Document):
+class Results(JsonDocument):
     """The ``results`` block: the run's status, whose failure it was, and the test entries."""
 
     status: RunStatus
@@ -72,7 +68,7 @@ class Results(_Document):
     tests: tuple[ResultsTestEntry, ...]
 
 
-class ResultsDocument(_Document):
+class ResultsDocument(JsonDocument):
     """``results.json``; ``model_dump(mode="json")`` writes it key for key as the dashboard reads it."""
 
     metadata: RunMetadata
@@ -84,7 +80,7 @@ class ResultsDocument(_Document):
     """Per scenario, its profiles; None, and no key, for a run published without them."""
 
 
-class ManifestEntry(_Document):
+class ManifestEntry(JsonDocument):
     """The run's entry in manifest.json; ``model_dump(mode="json")`` is what the manifest holds."""
 
     timestamp: str

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from kai_scale.verdicts.document import Verdict
 from kai_scale_model.outcome import FailureKind, OutcomeError, ScenarioOutcome, Status
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
-from kai_scale_model.validation import problems
+from kai_scale_model.validation import JsonDocument, problems
 
 RunStatus = Literal["success", "failure", "incomplete"]
 
@@ -26,12 +26,7 @@ class RunSummaryError(ValueError):
     """A run summary that is not one (malformed or truncated); the message names its source and field."""
 
 
-class _Document(BaseModel):
-    # NaN and infinities stay as json.dumps writes them (a detail of the suite's may be one).
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
-
-
-class ScenarioEntry(_Document):
+class ScenarioEntry(JsonDocument):
     """One scenario in the run summary."""
 
     scenario: str
@@ -136,7 +131,7 @@ def run_failure_kind(entries: Sequence[ScenarioEntry]) -> FailureKind | None:
     return "infrastructure" if kinds else None
 
 
-class RunSummary(_Document):
+class RunSummary(JsonDocument):
     """The run summary (``runs/<run-id>/run-summary.json``, and ``publish_results``' XCom ``run_summary``).
 
     Its keys, their order and their values are what the trend view, the alert and operators read:

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from kai_scale.verdicts.profile_comparison import ProfileComparison, cpu_change_sentence
 from kai_scale.verdicts.thresholds import ThresholdFinding
-from kai_scale_model.validation import problems
+from kai_scale_model.validation import JsonDocument, problems
 
 if TYPE_CHECKING:
     # Not at run time: they import Otava and SciPy (~0.5 s), and the run summary (read by the DAG
@@ -33,12 +33,7 @@ class VerdictsError(ValueError):
     """A verdicts document that is not one (malformed, truncated); the message names its source and field."""
 
 
-class _Document(BaseModel):
-    # NaN and infinities stay as json.dumps writes them.
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
-
-
-class DetailComparisonEntry(_Document):
+class DetailComparisonEntry(JsonDocument):
     """A detail beside its scenario's previous comparable run (``verdicts.comparison.DetailComparison``)."""
 
     previous: float | None
@@ -47,7 +42,7 @@ class DetailComparisonEntry(_Document):
     previous_run_id: str | None
 
 
-class ChangePointEntry(_Document):
+class ChangePointEntry(JsonDocument):
     """A regression: the change found (``change_points.ChangePoint`` but its index), since which run."""
 
     baseline: float
@@ -59,7 +54,7 @@ class ChangePointEntry(_Document):
     reason: str
 
 
-class JudgedDetail(_Document):
+class JudgedDetail(JsonDocument):
     """What the verdicts found about one detail of one test entry; what was not found has no key."""
 
     comparison: DetailComparisonEntry | None = None
@@ -73,7 +68,7 @@ class JudgedDetail(_Document):
         return {key: value for key, value in written.items() if getattr(self, key) is not None}
 
 
-class MethodEntry(_Document):
+class MethodEntry(JsonDocument):
     """The change-point method and its parameters (``change_points.Method``)."""
 
     name: str
@@ -84,7 +79,7 @@ class MethodEntry(_Document):
     ack_tolerance: int
 
 
-class ProfileVerdict(_Document):
+class ProfileVerdict(JsonDocument):
     """A scenario's CPU profile of KAI's scheduler against its previous comparable run's."""
 
     comparison: ProfileComparison | None
@@ -95,7 +90,7 @@ class ProfileVerdict(_Document):
     """The scenario has a test judged ``threshold`` or ``regression``: its alert names the growers."""
 
 
-class Verdicts(_Document):
+class Verdicts(JsonDocument):
     """``verdicts.json``: the verdict, one-line reasons, and per test and detail what was found."""
 
     run_id: str
@@ -112,7 +107,7 @@ class Verdicts(_Document):
     tests: dict[str, dict[str, JudgedDetail]]
     """By test name and detail. A threshold on a test the run did not produce has no entry: it is in
     ``reasons``."""
-    profiles: dict[str, ProfileVerdict] = {}
+    profiles: dict[str, ProfileVerdict] = Field(default_factory=dict)
     """By scenario with test entries; runs judged before profiles existed have none."""
 
     @classmethod

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from kai_scale.verdicts.values import bound_number, detail_number
+from kai_scale_model.validation import JsonDocument
 
 ThresholdStatus = Literal["pass", "breach", "missing"]
 
 
-class ThresholdFinding(BaseModel):
+class ThresholdFinding(JsonDocument):
     """One threshold checked against the run; as verdicts.json's ``threshold`` of a detail has it."""
-
-    # NaN and infinities stay as json.dumps writes them (verdicts.document).
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="constants")
 
     test_name: str
     """The test entry the threshold names."""
