@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from kai_scale_model.validation import StrictModel, problems
+from kai_scale_model.validation import StrictModel, validated
 
 INSTALLS_FILE = Path("manifests") / "installs.yaml"
 """Where it lives, under the ``include/`` directory."""
@@ -62,7 +62,4 @@ class Installs(StrictModel):
 
 def installs_from(document: object, *, path: Path) -> Installs:
     """``document``, the parsed YAML of ``path``, validated; InstallsError names the file and each field."""
-    try:
-        return Installs.model_validate(document)
-    except ValidationError as error:
-        raise InstallsError(f"installs file {path}: {problems(error)}") from error
+    return validated(Installs, document, what=f"installs file {path}", error=InstallsError)

@@ -5,7 +5,12 @@ An error names each field by its dotted path, then what is wrong.
 
 from __future__ import annotations
 
+import json
+from typing import TypeVar
+
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
@@ -28,3 +33,20 @@ def problems(error: ValidationError) -> str:
     return "; ".join(
         f"'{'.'.join(str(part) for part in e['loc']) or '(top level)'}' {e['msg']}" for e in error.errors()
     )
+
+
+def validated(model: type[Model], document: object, *, what: str, error: type[Exception]) -> Model:
+    """``document`` (parsed) validated as ``model``; else ``error``: ``what``, then each bad field."""
+    try:
+        return model.model_validate(document)
+    except ValidationError as invalid:
+        raise error(f"{what}: {problems(invalid)}") from invalid
+
+
+def validated_json(model: type[Model], text: str, *, what: str, error: type[Exception]) -> Model:
+    """``text`` parsed as JSON and validated as ``model``; else ``error`` naming ``what``."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as not_json:
+        raise error(f"{what} is not JSON (truncated?): {not_json}") from not_json
+    return validated(model, document, what=what, error=error)

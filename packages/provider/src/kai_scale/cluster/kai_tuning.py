@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kai_scale_model.validation import problems
+from kai_scale_model.validation import validated
 
 TUNING_DIR = Path("manifests") / "kai-tuning"
 DEFAULT_PROFILE = "scale"
@@ -119,10 +119,7 @@ def _load(include_dir: Path, name: str, *, seen: tuple[str, ...]) -> TuningProfi
         document = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
         raise TuningError(f"tuning profile {path}: not valid YAML: {error}") from error
-    try:
-        tuning = TuningFile.model_validate(document)
-    except ValidationError as error:
-        raise TuningError(f"tuning profile {path}: {problems(error)}") from error
+    tuning = validated(TuningFile, document, what=f"tuning profile {path}", error=TuningError)
     base = tuning.extends
     if base is not None and base not in available:
         raise TuningError(

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError, Series
 from kai_scale.metrics.summaries import summarize
 from kai_scale_model.metric_query import MetricQuery
 from kai_scale_model.scenario import Scenario
-from kai_scale_model.validation import JsonDocument, problems
+from kai_scale_model.validation import JsonDocument, validated_json
 
 
 class MetricsDocumentError(ValueError):
@@ -113,12 +113,7 @@ class RunMetrics(JsonDocument):
     @classmethod
     def read(cls, text: str, *, source: str) -> RunMetrics:
         """``text`` parsed and validated; MetricsDocumentError names ``source`` and each bad field."""
-        try:
-            return cls.model_validate(json.loads(text))
-        except json.JSONDecodeError as error:
-            raise MetricsDocumentError(f"metrics {source} is not JSON (truncated?): {error}") from error
-        except ValidationError as error:
-            raise MetricsDocumentError(f"metrics {source}: {problems(error)}") from error
+        return validated_json(cls, text, what=f"metrics {source}", error=MetricsDocumentError)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,20 +10,19 @@ that cannot be read is recorded as missing, never a failed run.
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Final, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from kai_scale.metrics.collection import Window, WindowEntry
 from kai_scale.profiles.pprof import GZIP_MAGIC, ProfileError, decode_profile
 from kai_scale.profiles.pyroscope_api import PyroscopeError
 from kai_scale.profiles.summary import ProfileSummary, summarize
 from kai_scale_model import kai
-from kai_scale_model.validation import StrictModel, problems
+from kai_scale_model.validation import StrictModel, validated_json
 
 
 @dataclass(frozen=True)
@@ -92,12 +91,7 @@ class RunProfiles(StrictModel):
     @classmethod
     def read(cls, text: str, *, source: str) -> RunProfiles:
         """``text`` parsed and validated; ProfilesDocumentError names ``source`` and each bad field."""
-        try:
-            return cls.model_validate(json.loads(text))
-        except json.JSONDecodeError as error:
-            raise ProfilesDocumentError(f"profiles {source} is not JSON (truncated?): {error}") from error
-        except ValidationError as error:
-            raise ProfilesDocumentError(f"profiles {source}: {problems(error)}") from error
+        return validated_json(cls, text, what=f"profiles {source}", error=ProfilesDocumentError)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from kai_scale.verdicts.document import Verdict
 from kai_scale_model.outcome import FailureKind, OutcomeError, ScenarioOutcome, Status
 from kai_scale_model.runner_interface import GINKGO_REPORT, OUTCOME
-from kai_scale_model.validation import JsonDocument, problems
+from kai_scale_model.validation import JsonDocument, validated
 
 RunStatus = Literal["success", "failure", "incomplete"]
 
@@ -174,10 +174,7 @@ class RunSummary(JsonDocument):
     @classmethod
     def read(cls, document: object, *, source: str) -> RunSummary:
         """``document`` (parsed JSON) validated; RunSummaryError names ``source`` and each bad field."""
-        try:
-            return cls.model_validate(document)
-        except ValidationError as error:
-            raise RunSummaryError(f"run summary {source}: {problems(error)}") from error
+        return validated(cls, document, what=f"run summary {source}", error=RunSummaryError)
 
 
 def run_summary(

@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from kai_scale.verdicts.profile_comparison import ProfileComparison, cpu_change_sentence
 from kai_scale.verdicts.thresholds import ThresholdFinding
-from kai_scale_model.validation import JsonDocument, problems
+from kai_scale_model.validation import JsonDocument, validated
 
 if TYPE_CHECKING:
     # Not at run time: they import Otava and SciPy (~0.5 s), and the run summary (read by the DAG
@@ -113,10 +113,7 @@ class Verdicts(JsonDocument):
     @classmethod
     def read(cls, document: object, *, source: str) -> Verdicts:
         """``document`` (parsed JSON) validated; VerdictsError names ``source`` and each bad field."""
-        try:
-            return cls.model_validate(document)
-        except ValidationError as error:
-            raise VerdictsError(f"verdicts {source}: {problems(error)}") from error
+        return validated(cls, document, what=f"verdicts {source}", error=VerdictsError)
 
 
 def with_profiles(
