@@ -5,7 +5,7 @@ from __future__ import annotations
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kai_scale.hooks.service_url import base_url
+from kai_scale.hooks.service_url import connection_url, undefined_connection
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 
 
@@ -34,13 +34,6 @@ class PrometheusHook(BaseHook):
             connection = self.get_connection(self.prometheus_conn_id)
         except AirflowNotFoundException as error:
             raise PrometheusError(
-                f"Airflow connection {self.prometheus_conn_id!r} (Prometheus) is not defined; set "
-                f"AIRFLOW_CONN_{self.prometheus_conn_id.upper()} to the Prometheus URL the workers reach"
+                undefined_connection(self.prometheus_conn_id, service="Prometheus")
             ) from error
-        url = base_url(
-            conn_type=connection.conn_type,
-            host=connection.host,
-            port=connection.port,
-            schema=connection.schema,
-        )
-        return PrometheusClient(url, bearer_token=connection.password or None)
+        return PrometheusClient(connection_url(connection), bearer_token=connection.password or None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from kai_scale.hooks.service_url import base_url
+from kai_scale.hooks.service_url import connection_url, undefined_connection
 from kai_scale.profiles.pyroscope_api import PyroscopeClient, PyroscopeError
 
 
@@ -34,19 +34,11 @@ class PyroscopeHook(BaseHook):
             connection = self.get_connection(self.pyroscope_conn_id)
         except AirflowNotFoundException as error:
             raise PyroscopeError(
-                f"Airflow connection {self.pyroscope_conn_id!r} (Pyroscope) is not defined; set "
-                f"AIRFLOW_CONN_{self.pyroscope_conn_id.upper()} to the Pyroscope URL the workers reach",
-                unreachable=True,
+                undefined_connection(self.pyroscope_conn_id, service="Pyroscope"), unreachable=True
             ) from error
         except Exception as error:  # profiles never fail a run: whatever is wrong is said
             raise PyroscopeError(
                 f"Airflow connection {self.pyroscope_conn_id!r} (Pyroscope) cannot be read: {error}",
                 unreachable=True,
             ) from error
-        url = base_url(
-            conn_type=connection.conn_type,
-            host=connection.host,
-            port=connection.port,
-            schema=connection.schema,
-        )
-        return PyroscopeClient(url, bearer_token=connection.password or None)
+        return PyroscopeClient(connection_url(connection), bearer_token=connection.password or None)
