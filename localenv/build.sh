@@ -14,11 +14,11 @@ log_dir="$cache_root/build-logs"
 mkdir -p "$log_dir"
 
 # Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files; kwok (the
-# release the pipeline's setup installs), Prometheus and helm (the Airflow image's, which the tests
-# install local charts with) are read where they are pinned (pinned, below).
-# The real node's network plugins and the cluster DNS (the CoreDNS release kubeadm 1.34 deploys).
+# release the pipeline's setup installs), Prometheus, helm (the Airflow image's, which the tests
+# install local charts with) and the cluster DNS, CoreDNS (whose image the node runs), are read where
+# they are pinned (pinned, below).
+# The real node's network plugins.
 CNI_PLUGINS_VERSION="v1.9.0"
-COREDNS_VERSION="v1.12.1"
 # The real node's container runtime and runc (docs/local-environment.md, "Building the binaries",
 # says why these).
 CONTAINERD_VERSION="v2.3.7"
@@ -240,6 +240,7 @@ kubernetes_dir="$(build_kubernetes)"
 etcd_dir="$(build_etcd)"
 prometheus_dir="$(build_prometheus)"
 kwok_dir="$(build_kwok)"
+COREDNS_VERSION="$(pinned coredns)"
 coredns_dir="$(build_go_packages coredns "$COREDNS_VERSION" coredns github.com/coredns/coredns "")"
 cni_dir="$(build_cni_plugins)"
 pause_dir="$(build_pause)"

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import string
 import subprocess
 import sys
 import time
@@ -81,6 +82,11 @@ UP_TIMEOUT_SECONDS = 120
 
 def _python() -> str:
     return sys.executable
+
+
+def coredns_manifest() -> str:
+    """localenv/manifests/coredns.yaml with its image filled in: the pinned CoreDNS release's."""
+    return string.Template((MANIFESTS / "coredns.yaml").read_text()).substitute(COREDNS_IMAGE=COREDNS_IMAGE)
 
 
 class LocalEnvironment:
@@ -277,7 +283,7 @@ class LocalEnvironment:
             log_path=self.config.logs_dir / "charts.log",
         ).push_all()
         self.node().start(kubectl=self.kubectl)
-        self.kubectl("apply", "-f", str(MANIFESTS / "coredns.yaml"))
+        self.kubectl("apply", "-f", "-", input_text=coredns_manifest())
         # CoreDNS starts while images.sh runs; as the node's first pod, it is awaited before KAI's.
         self._build_and_push_images(registry)
         self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")

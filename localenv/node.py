@@ -30,7 +30,7 @@ from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kai_scale_model.waiting import Deadline
-from localenv import processes
+from localenv import pins, processes
 from localenv.host_state import HostSnapshot, mounts_under
 from localenv.pod_network import GuardPorts, PodNetwork
 
@@ -45,7 +45,7 @@ CLUSTER_DOMAIN = "cluster.local"
 # The sandbox image of Kubernetes 1.34 (build/pause); served by the local registry like every other image.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 # The cluster DNS of localenv/manifests/coredns.yaml.
-COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.12.1"
+COREDNS_IMAGE = f"registry.k8s.io/coredns/coredns:{pins.COREDNS_VERSION}"
 # Upstream registries whose images the node pulls from the local registry, under <registry>/<upstream>/.
 MIRRORED_REGISTRIES = ("registry.k8s.io", "ghcr.io", "quay.io", "docker.io", "nvcr.io", "gcr.io")
 # Cgroup parent of every pod (cgroupfs driver, cgroups v1): one tree to remove on stop.

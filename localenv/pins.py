@@ -36,6 +36,9 @@ PROMETHEUS_VERSION = "v2.54.1"
 # The official Airflow chart that deploys the pipeline (deploy/airflow/values.yaml), packaged from its
 # source archive: charts.py serves it, images.sh takes the official image's scripts from it.
 AIRFLOW_CHART_VERSION = "1.21.0"
+# The cluster DNS (localenv/manifests/coredns.yaml): the CoreDNS release kubeadm 1.34 deploys. build.sh
+# builds it; the node's registry serves it under its upstream name (node.COREDNS_IMAGE).
+COREDNS_VERSION = "v1.12.1"
 # The chart value that pins Pyroscope's server image: the setup runs the release the local environment
 # builds from its source snapshot, not the chart's appVersion.
 PYROSCOPE_IMAGE_TAG = "pyroscope.image.tag"
@@ -140,6 +143,7 @@ SCRIPT_PINS: dict[str, Callable[[], str]] = {
     "kwok-operator-module-version": lambda: KWOK_OPERATOR_MODULE_VERSION,
     "fake-gpu-operator": lambda: chart_version("fake-gpu-operator"),
     "prometheus": lambda: PROMETHEUS_VERSION,
+    "coredns": lambda: COREDNS_VERSION,
     "pyroscope": pyroscope_version,
     "runner-image": lambda: runner_interface.IMAGE_REPOSITORY,
     "helm": helm_version,

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kai_scale.cluster.installs import read_installs
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import pins
+from localenv.environment import coredns_manifest
+from localenv.node import COREDNS_IMAGE
 from tests.conftest import REPO
 
 
@@ -63,3 +66,13 @@ def test_a_dockerfile_without_the_pin_is_named(tmp_path: Path, monkeypatch: pyte
         pins.helm_version()
     assert str(missing.value) == f"{dockerfile}: no line 'ARG HELM_VERSION=<version>'"
     assert pins.airflow_base_image() == "docker.io/apache/airflow:3.3.2-python3.11"
+
+
+def test_coredns_is_built_served_and_deployed_at_its_one_pin(capsys: pytest.CaptureFixture[str]) -> None:
+    """build.sh builds the release pins.py names; the node serves it as the image the manifest runs."""
+    assert pins.main(["coredns"]) == 0
+    assert capsys.readouterr().out.strip() == pins.COREDNS_VERSION
+    deployment = next(d for d in yaml.safe_load_all(coredns_manifest()) if d["kind"] == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == COREDNS_IMAGE == f"registry.k8s.io/coredns/coredns:{pins.COREDNS_VERSION}"
+
