@@ -3,6 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+# The Airflow stand-in image installs with the same uv (its ARG AIRFLOW_UV_VERSION; test_pins.py).
 UV_VERSION := 0.13.9
 # Where local-up writes its state (kubeconfig, logs, pids); outside the repo, one per user.
 export KAI_LOCALENV_HOME ?= $(HOME)/.local/state/kai-scale-pipeline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,15 @@ def test_coredns_is_built_served_and_deployed_at_its_one_pin(capsys: pytest.Capt
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == COREDNS_IMAGE == f"registry.k8s.io/coredns/coredns:{pins.COREDNS_VERSION}"
 
+
+def _line_pin(path: Path, pattern: str) -> str:
+    found = re.search(pattern, path.read_text(), flags=re.MULTILINE)
+    assert found, f"{path}: no line {pattern}"
+    return found.group(1)
+
+
+def test_the_airflow_stand_in_installs_with_the_uv_the_venv_is_made_with() -> None:
+    """Two pins of one uv: the Makefile's, and the stand-in image's (which a change would rebuild)."""
+    assert _line_pin(REPO / "Makefile", r"^UV_VERSION := (\S+)$") == _line_pin(
+        REPO / "localenv" / "images" / "airflow" / "Dockerfile", r"^ARG AIRFLOW_UV_VERSION=(\S+)$"
+    )
