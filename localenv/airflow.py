@@ -30,9 +30,9 @@ from kai_scale_model.waiting import Deadline, wait_for
 from localenv import postgres, processes, settings
 from localenv.charts import AIRFLOW_CHART
 from localenv.environment import LocalEnvironment
+from localenv.paths import REPO
 from localenv.processes import ComponentError
 
-REPO = Path(__file__).resolve().parents[1]
 VALUES = REPO / "deploy" / "airflow" / "values.yaml"
 LOCAL_VALUES = REPO / "deploy" / "airflow" / "values-local.yaml"
 NAMESPACE = "airflow"

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localenv import pins
+from localenv.paths import REPO
 from localenv.processes import ComponentError
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_VENDOR_DIR = REPO.parent / "shared" / "vendor"
 
 

@@ -40,6 +40,7 @@ from localenv.node import (
     NodeConfig,
     RealNode,
 )
+from localenv.paths import REPO
 from localenv.postgres import PostgresServer, data_dir_for
 from localenv.processes import ComponentError
 from localenv.registry import LocalRegistry, StaticImage
@@ -70,10 +71,10 @@ BINARIES = (
 )
 MANIFESTS = Path(__file__).with_name("manifests")
 # The deployment's chart values (KAI_SCALE_CHART_VALUES_PROFILE): what is not built here is off.
-CHART_VALUES_DIR = Path(__file__).resolve().parents[1] / "include" / "manifests" / "chart-values"
+CHART_VALUES_DIR = REPO / "include" / "manifests" / "chart-values"
 CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
-NODEPOOL_MANIFEST = Path(__file__).resolve().parents[1] / "include" / "manifests" / "managed-nodepool.yaml"
+NODEPOOL_MANIFEST = REPO / "include" / "manifests" / "managed-nodepool.yaml"
 # Processes localenv runs itself: the S3 endpoint and the manifest mirror over HTTP for the Airflow
 # deployment's worker pods (and the database, PostgresServer).
 OWN_COMPONENTS = ("s3", "mirror")

@@ -14,14 +14,13 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 
 import yaml
 
 from kai_scale_model import runner_interface
 from kai_scale_model.installs import INSTALLS_FILE, Installs, installs_from
+from localenv.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 INSTALLS = REPO / "include" / INSTALLS_FILE
 # The pipeline's Airflow image: the official image it builds on, and the helm it carries (its
 # ``ARG HELM_VERSION`` default, the version a user's build downloads).
