@@ -48,6 +48,7 @@ PROFILED_SCENARIO = "sanity-fill-cluster"
 # The last two runs publish the scheduler's CPU profile of PROFILED_SCENARIO, the Go runtime's own
 # (tests/unit/provider/profiles/fixtures): main.light's share grows in the newest, which the verdicts name.
 PROFILES = {RUNS - 2: HEAVY3, RUNS - 1: HEAVY1}
+TRUNCATED_SCENARIO = "gpu-pod-throughput"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,23 +233,30 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
 
 
 def _profiles(store: ResultsBucketHook, run_id: str, index: int) -> tuple[RunProfiles, dict[str, str]]:
-    """The run's profiles document, and its files by key under ``runs/``, as collect_metrics leaves them."""
+    """The run's profiles document, and its files by key under ``runs/``, as collect_metrics leaves them.
+
+    The newest run's TRUNCATED_SCENARIO has a CPU profile whose file lost its end after it was read.
+    """
     path = PROFILES.get(index)
     if path is None:
         return RunProfiles(run_id=run_id, scenarios={}), {}  # runs published before profiles existed
-    file = profile_file(PROFILED_SCENARIO, CPU_PROFILE)
-    store.write_bytes(key=run_file_key(run_id, file), data=path.read_bytes(), content_type="application/gzip")
-    collected = CollectedProfile(status="collected", file=file, summary=summarize(fixture(path), "cpu"))
-    scenario = ScenarioProfiles(
-        status="partial",
-        reason="not collected: alloc_space, inuse_space",
-        service="kai-scheduler",
-        window=None,
-        profiles={CPU_PROFILE: collected},
-    )
-    return RunProfiles(run_id=run_id, scenarios={PROFILED_SCENARIO: scenario}), {
-        file: run_file_key(run_id, file)
-    }
+    written = {PROFILED_SCENARIO: path.read_bytes()}
+    if index == RUNS - 1:
+        written[TRUNCATED_SCENARIO] = path.read_bytes()[:-40]
+    scenarios, files = {}, {}
+    for name, data in written.items():
+        file = profile_file(name, CPU_PROFILE)
+        store.write_bytes(key=run_file_key(run_id, file), data=data, content_type="application/gzip")
+        files[file] = run_file_key(run_id, file)
+        collected = CollectedProfile(status="collected", file=file, summary=summarize(fixture(path), "cpu"))
+        scenarios[name] = ScenarioProfiles(
+            status="partial",
+            reason="not collected: alloc_space, inuse_space",
+            service="kai-scheduler",
+            window=None,
+            profiles={CPU_PROFILE: collected},
+        )
+    return RunProfiles(run_id=run_id, scenarios=scenarios), files
 
 
 def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag: str) -> PublishedHistory:

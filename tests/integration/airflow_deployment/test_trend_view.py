@@ -46,6 +46,7 @@ from tests.trend_history import (
     PROFILES,
     REGRESSION_FROM,
     RUNS,
+    TRUNCATED_SCENARIO,
     PublishedHistory,
     publish_history,
 )
@@ -499,3 +500,12 @@ def test_a_runs_profiles_show_what_grew_draw_as_flame_graphs_and_download(
         link.get_attribute("href"),
     )
     assert bytes(downloaded) == PROFILES[RUNS - 1].read_bytes(), "the pprof file as published"
+
+    # A profile file that lost its end: its box says why; the rest of the page is drawn.
+    truncated = browser.find_element(
+        By.CSS_SELECTOR, f"section.profiles[data-scenario='{TRUNCATED_SCENARIO}'] .chart[data-kind=flame]"
+    )
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", truncated)
+    wait_for(lambda: truncated.get_attribute("data-rendered"), timeout=30, what="the truncated profile's box")
+    assert truncated.get_attribute("data-rendered") == "error"
+    assert "the cpu profile of gpu-pod-throughput cannot be drawn: truncated gzip stream" in truncated.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -320,6 +321,8 @@ def test_a_run_page_shows_each_scenarios_top_functions_its_comparison_and_its_pr
     assert "not collected: alloc_space" in profiles
     assert "Missing: no samples of kai-scheduler in the window" in profiles
     assert f'CPU against <a class="run-link" href="/airflow/scale-tests/runs/{RUN_IDS[0]}">' in profiles
+    assert '<div class="profile-comparison flagged"' in profiles
+    assert "(the scenario is flagged)" in profiles
     grew = profiles[profiles.index('<tr class="grew">') :]
     assert grew.startswith('<tr class="grew"><td><code>main.light</code></td>'), "what grew most first"
     for profile in ("cpu", "inuse_space"):
@@ -361,9 +364,10 @@ def test_a_profile_downloads_as_published_and_draws_as_a_flame_graph(
     [
         ("/api/runs/{run}/flame?scenario=fill&profile=alloc_space", "has no 'alloc_space' profile of 'fill'"),
         ("/api/runs/{run}/flame?scenario=reclaim&profile=cpu", "has no 'cpu' profile of 'reclaim'"),
-        ("/api/runs/{run}/flame?scenario=fill&profile=goroutines", "'goroutines' is not one of cpu, alloc"),
+        ("/api/runs/{run}/flame?scenario=fill&profile=goroutines", "has no 'goroutines' profile of 'fill'"),
         ("/runs/{run}/profiles/fill/alloc_space.pb.gz", "has no 'alloc_space' profile of 'fill'"),
-        ("/runs/{run}/profiles/fill/verdicts.json", "has no 'verdicts.json' profile of 'fill'"),
+        ("/runs/{run}/profiles/fill/verdicts.json", "'verdicts.json' is no profile's file (*.pb.gz)"),
+        ("/runs/{run}/profiles/fill/cpu", "'cpu' is no profile's file (*.pb.gz)"),
     ],
 )
 def test_a_profile_the_run_does_not_have_is_a_404_naming_it(
@@ -407,3 +411,61 @@ def test_a_profile_entry_that_is_not_one_is_shown_as_unreadable(
         f"/airflow/scale-tests/api/runs/{PROFILED}/flame", params={"scenario": "fill", "profile": "cpu"}
     )
     assert graph.status_code == 404
+
+
+@pytest.mark.parametrize("file", ["../metrics.json", "profiles/fill/../../verdicts.json", "cpu.pb.gz"])
+def test_an_entry_naming_its_file_anywhere_else_is_not_served(
+    profiled: CountingStore, client: TestClient, file: str
+) -> None:
+    """Only the run's own profiles, where the pipeline publishes them, are read through the view."""
+    results = json.loads(profiled.objects[ENTRIES[2]["path"]])
+    results["profiles"]["fill"]["profiles"]["cpu"]["file"] = file
+    profiled.put(ENTRIES[2]["path"], results)
+    for path in (
+        f"/runs/{PROFILED}/profiles/fill/cpu.pb.gz",
+        f"/api/runs/{PROFILED}/flame?scenario=fill&profile=cpu",
+    ):
+        answer = client.get(f"/airflow/scale-tests{path}")
+        assert answer.status_code == 404
+        assert answer.json()["detail"] == f"run {PROFILED} has no 'cpu' profile of 'fill'"
+
+
+@pytest.mark.parametrize(
+    ("results_profiles", "verdicts_profiles", "said"),
+    [
+        ([], None, "the results&#39; profiles are not a mapping of scenarios but list"),
+        ("cpu", None, "the results&#39; profiles are not a mapping of scenarios but str"),
+        (None, [], "the verdicts&#39; profiles are not a mapping of scenarios but list"),
+        (None, {"fill": {"flagged": "perhaps"}}, "the verdicts&#39; profiles entry is not one: "),
+    ],
+)
+def test_profiles_or_their_verdicts_that_are_not_what_the_pipeline_writes_are_said_on_the_page(
+    profiled: CountingStore,
+    client: TestClient,
+    results_profiles: object,
+    verdicts_profiles: object,
+    said: str,
+) -> None:
+    if results_profiles is not None:
+        profiled.put(ENTRIES[2]["path"], _results("8m") | {"profiles": results_profiles})
+    if verdicts_profiles is not None:
+        profiled.put(f"Public/{PROFILED}/verdicts.json", {"profiles": verdicts_profiles})
+    page = client.get(f"/airflow/scale-tests/runs/{PROFILED}")
+    assert page.status_code == 200
+    assert said in page.text
+    flame = client.get(
+        f"/airflow/scale-tests/api/runs/{PROFILED}/flame", params={"scenario": "fill", "profile": "cpu"}
+    )
+    assert flame.status_code == (404 if results_profiles is not None else 200)
+
+
+def test_a_flame_graph_is_drawn_once_per_published_profile(
+    profiled: CountingStore, client: TestClient
+) -> None:
+    key = f"Public/{PROFILED}/profiles/fill/cpu.pb.gz"
+    for _ in range(3):
+        graph = client.get(
+            f"/airflow/scale-tests/api/runs/{PROFILED}/flame", params={"scenario": "fill", "profile": "cpu"}
+        )
+        assert graph.status_code == 200
+    assert profiled.reads[key] == 1, "read and decoded once; the manifest entry is unchanged"

@@ -25,6 +25,7 @@ from tests.trend_history import (
     PROFILES,
     REGRESSION_FROM,
     RUNS,
+    TRUNCATED_SCENARIO,
     PublishedHistory,
     publish_history,
 )
@@ -155,3 +156,17 @@ def test_the_newest_runs_profile_is_compared_with_the_night_befores_and_served_a
     assert flame.json()["root"]["value"] == flame.json()["total"] > 0
     assert "This run has no profiles" in client.get(f"/runs/{published.run_ids[0]}").text
     assert bucket.read_bytes(f"{PREFIX}{newest}/profiles/{PROFILED_SCENARIO}/cpu.pb.gz") == download.content
+
+
+def test_the_newest_runs_truncated_profile_is_a_flame_graph_that_says_why(
+    history: tuple[ResultsBucketHook, PublishedHistory], client: TestClient
+) -> None:
+    _, published = history
+    newest = published.run_ids[-1]
+    assert (
+        f'<section class="profiles" data-scenario="{TRUNCATED_SCENARIO}">'
+        in client.get(f"/runs/{newest}").text
+    )
+    flame = client.get(f"/api/runs/{newest}/flame", params={"scenario": TRUNCATED_SCENARIO, "profile": "cpu"})
+    assert flame.status_code == 422
+    assert "truncated gzip stream" in flame.json()["detail"]

@@ -93,7 +93,7 @@ def collect_profiles(
     pyroscope = ProfileFetcher(PyroscopeHook(pyroscope_conn_id=pyroscope_conn_id).get_conn)
     try:
         ready = queryable_at(windows)
-        if pyroscope.connected() and ready is not None and (wait := (ready - now()).total_seconds()) > 0:
+        if ready is not None and pyroscope.connected() and (wait := (ready - now()).total_seconds()) > 0:
             log.info("profiles: waiting %.0f s for Pyroscope to make the last window queryable", wait)
             sleep(wait)
         collected = {

@@ -22,13 +22,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from kai_scale.profiles.collection import PPROF_SUFFIX, PROFILE_TYPES
-from kai_scale.profiles.flame import flame_graph
-from kai_scale.profiles.pprof import ProfileError, decode_profile
+from kai_scale.profiles.collection import PPROF_SUFFIX, CollectedProfile
+from kai_scale.profiles.pprof import ProfileError
 from kai_scale.publishing.manifest import ManifestError
 from kai_scale.views.reader import ReadError, ResultsReader
 from kai_scale.views.run_detail import (
-    collected_profile_file,
+    collected_profile,
     detail_rows,
     metric_charts,
     metric_series,
@@ -246,25 +245,30 @@ def _profile_routes(pages: _Pages) -> APIRouter:
     router = APIRouter()
     reader = pages.reader
 
-    def profile_bytes(row: RunRow, scenario: str, profile: str) -> bytes:
-        file = collected_profile_file(reader.results(row), scenario=scenario, profile=profile)
-        if file is None:
+    def published(row: RunRow, scenario: str, profile: str) -> tuple[str, CollectedProfile]:
+        """The profile's key and entry; 404 when the run has no such profile."""
+        collected = collected_profile(reader.results(row), scenario=scenario, profile=profile)
+        if collected is None:
             raise HTTPException(
                 status_code=404, detail=f"run {row.run_id} has no {profile!r} profile of {scenario!r}"
             )
-        key = row.keys.beside(file)
-        body = reader.object_bytes(key)
-        if body is None:
-            raise HTTPException(status_code=404, detail=f"s3://{reader.store.bucket}/{key} does not exist")
-        return body
+        return row.keys.beside(collected.file), collected
+
+    def missing(key: str) -> HTTPException:
+        return HTTPException(status_code=404, detail=f"s3://{reader.store.bucket}/{key} does not exist")
 
     @router.get("/runs/{run_id}/profiles/{scenario}/{file}")
-    def profile_file(run_id: str, scenario: str, file: str) -> Response:
+    def profile_download(run_id: str, scenario: str, file: str) -> Response:
         row = pages.run_or_404(run_id)
+        if not file.endswith(PPROF_SUFFIX):
+            raise HTTPException(status_code=404, detail=f"{file!r} is no profile's file (*{PPROF_SUFFIX})")
         profile = file.removesuffix(PPROF_SUFFIX)
-        body = profile_bytes(row, scenario, profile)
+        key, _ = published(row, scenario, profile)
+        body = reader.object_bytes(key)
+        if body is None:
+            raise missing(key)
         # go tool pprof opens it as it is; the name says which run, scenario and profile it is.
-        download = f"{row.run_id}-{scenario}-{profile}{PPROF_SUFFIX}"
+        download = f"{row.run_id}-{scenario}-{file}"
         return Response(
             content=body,
             media_type="application/gzip",
@@ -274,19 +278,15 @@ def _profile_routes(pages: _Pages) -> APIRouter:
     @router.get("/api/runs/{run_id}/flame")
     def flame_data(run_id: str, scenario: str, profile: str) -> Response:
         row = pages.run_or_404(run_id)
-        profile_type = PROFILE_TYPES.get(profile)
-        if profile_type is None:
-            raise HTTPException(
-                status_code=404, detail=f"{profile!r} is not one of {', '.join(PROFILE_TYPES)}"
-            )
+        key, collected = published(row, scenario, profile)
         try:
-            graph = flame_graph(
-                decode_profile(profile_bytes(row, scenario, profile)), profile_type.sample_type
-            )
+            graph = reader.flame_graph(row, key, collected.summary.sample_type)
         except ProfileError as error:
             raise HTTPException(
                 status_code=422, detail=f"the {profile} profile of {scenario} cannot be drawn: {error}"
             ) from error
+        if graph is None:
+            raise missing(key)
         # Encoded here: FastAPI's encoder walks the tree in Python, a frame per level.
         return Response(content=json.dumps(graph, separators=(",", ":")), media_type="application/json")
 

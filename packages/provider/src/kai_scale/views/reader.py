@@ -17,17 +17,20 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from kai_scale.hooks.results_bucket import Unchanged, Versioned
 from kai_scale.object_keys import manifest_key, run_summary_key
+from kai_scale.profiles.flame import FlameGraph, flame_graph
+from kai_scale.profiles.pprof import decode_profile
 from kai_scale.publishing.manifest import parse_manifest
 from kai_scale.views.runs import RunRow, failed_scenarios, run_rows
 
 T = TypeVar("T")
 Item = TypeVar("Item")
+Value = TypeVar("Value")
 # botocore's connection pool holds 10 connections: more threads would only wait for one.
 READ_THREADS = 10
 
@@ -57,22 +60,22 @@ class _Manifest:
     checked: float
 
 
-class _Documents:
-    """Parsed JSON documents by (key, manifest entry), the least recently used dropped beyond ``size``."""
+class _Kept(Generic[Value]):
+    """What was read of objects, by (key, manifest entry); the least recently used dropped beyond ``size``."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._kept: OrderedDict[tuple[str, RunRow], dict[str, Any] | None] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, RunRow], Value] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, RunRow]) -> tuple[bool, dict[str, Any] | None]:
+    def get(self, key: tuple[str, RunRow]) -> tuple[bool, Value | None]:
         with self._lock:
             if key not in self._kept:
                 return False, None
             self._kept.move_to_end(key)
             return True, self._kept[key]
 
-    def put(self, key: tuple[str, RunRow], document: dict[str, Any] | None) -> None:
+    def put(self, key: tuple[str, RunRow], document: Value) -> None:
         with self._lock:
             self._kept[key] = document
             self._kept.move_to_end(key)
@@ -89,6 +92,7 @@ class ResultsReader:
     :param documents: results, verdicts and run summary documents kept (tens of kB each once parsed):
         the failed runs a text search reads, the Trends windows, the runs opened.
     :param metrics_documents: metrics documents kept (about a MB each).
+    :param flame_graphs: profiles' flame graphs kept (tens of kB each; drawing one decodes its profile).
     :param clock: monotonic seconds (tests pass their own).
     """
 
@@ -100,6 +104,7 @@ class ResultsReader:
         manifest_max_age: float = 30.0,
         documents: int = 4096,
         metrics_documents: int = 8,
+        flame_graphs: int = 16,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -110,8 +115,9 @@ class ResultsReader:
         # Guards _manifest, held only to look at it or swap it; _refresh_lock makes one reader at a time.
         self._manifest_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
-        self._documents = _Documents(documents)
-        self._metrics = _Documents(metrics_documents)
+        self._documents: _Kept[dict[str, Any] | None] = _Kept(documents)
+        self._metrics: _Kept[dict[str, Any] | None] = _Kept(metrics_documents)
+        self._flame_graphs: _Kept[FlameGraph | None] = _Kept(flame_graphs)
         self._pool = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="kai-scale-view-read")
 
     def _errors_named(self, key: str, call: Callable[[], T]) -> T:
@@ -164,7 +170,7 @@ class ResultsReader:
         """The manifest's run of that id, if there is one."""
         return next((row for row in self.runs() if row.run_id == run_id), None)
 
-    def _document(self, cache: _Documents, key: str, row: RunRow) -> dict[str, Any] | None:
+    def _document(self, cache: _Kept[dict[str, Any] | None], key: str, row: RunRow) -> dict[str, Any] | None:
         found, document = cache.get((key, row))
         if found:
             return document
@@ -196,6 +202,19 @@ class ResultsReader:
     def object_bytes(self, key: str) -> bytes | None:
         """A published object as it is stored (not kept: people open them rarely, and reports are large)."""
         return self._errors_named(key, lambda: self.store.read_bytes(key))
+
+    def flame_graph(self, row: RunRow, key: str, sample_type: str) -> FlameGraph | None:
+        """The flame graph of ``sample_type`` of the run's profile at ``key``; None when it does not exist.
+
+        :raises ProfileError: when the object is no profile, or has no such sample type.
+        """
+        found, graph = self._flame_graphs.get((f"{key}#{sample_type}", row))
+        if found:
+            return graph
+        data = self.object_bytes(key)
+        graph = None if data is None else flame_graph(decode_profile(data), sample_type)
+        self._flame_graphs.put((f"{key}#{sample_type}", row), graph)
+        return graph
 
     def failed_scenarios(self, row: RunRow) -> list[str]:
         """The scenarios that failed in the run (none unless its status is ``failure``).

@@ -16,7 +16,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kai_scale.profiles.collection import CollectedProfile, MissingProfile, ScenarioProfiles
+from kai_scale.profiles.collection import (
+    PPROF_SUFFIX,
+    CollectedProfile,
+    MissingProfile,
+    ScenarioProfiles,
+    profile_file,
+)
 from kai_scale.profiles.summary import ProfileSummary
 from kai_scale.verdicts.document import ProfileVerdict
 from kai_scale_model.validation import problems
@@ -205,6 +211,8 @@ class ProfileCard:
 
     profile: str
     """Its type (``PROFILE_TYPES``): ``cpu``, ``alloc_space``, ``inuse_space``."""
+    file_name: str
+    """Its published file's name (``cpu.pb.gz``)."""
     summary: ProfileSummary | None
     """None: the profile is missing (``reason``)."""
     reason: str | None
@@ -223,6 +231,16 @@ class ScenarioProfileRow:
     cards: list[ProfileCard]
     verdict: ProfileVerdict | None
     """The verdicts' comparison of its CPU profile (None: the run's verdicts have none for it)."""
+    verdict_problem: str | None
+    """Why the verdicts' entry for it cannot be read (None: it can, or there is none)."""
+
+
+def _by_scenario(document: Mapping[str, Any] | None, what: str) -> tuple[Mapping[str, Any], str | None]:
+    """The document's ``profiles`` by scenario, or nothing and why when they are not a mapping."""
+    profiles = (document or {}).get("profiles")
+    if profiles is None or isinstance(profiles, Mapping):
+        return profiles or {}, None
+    return {}, f"the {what}' profiles are not a mapping of scenarios but {type(profiles).__name__}"
 
 
 def profile_rows(
@@ -230,50 +248,67 @@ def profile_rows(
 ) -> list[ScenarioProfileRow]:
     """Each scenario of ``results.json``'s profiles, with the verdicts' comparison; none for older runs.
 
-    A scenario's entry that is not one (the document was edited, or written by a newer pipeline) is
+    What is not what the pipeline writes (an entry edited by hand, or written by a newer pipeline) is
     shown as unreadable, naming what is wrong; the page still renders.
     """
-    judged = (verdicts or {}).get("profiles") or {}
+    judged, verdicts_problem = _by_scenario(verdicts, "verdicts")
+    entries, results_problem = _by_scenario(results, "results")
+    if results_problem:
+        return [
+            ScenarioProfileRow(
+                scenario="profiles",
+                status="unreadable",
+                reason=results_problem,
+                cards=[],
+                verdict=None,
+                verdict_problem=None,
+            )
+        ]
     rows = []
-    for scenario, raw in ((results or {}).get("profiles") or {}).items():
-        verdict = _profile_verdict(judged.get(scenario))
+    for scenario, raw in entries.items():
+        verdict, verdict_problem = _profile_verdict(judged.get(scenario))
+        status: str
+        reason: str | None
+        cards: list[ProfileCard] = []
         try:
             entry = ScenarioProfiles.model_validate(raw)
         except ValidationError as error:
-            rows.append(
-                ScenarioProfileRow(
-                    scenario=str(scenario),
-                    status="unreadable",
-                    reason=f"the results' profiles entry is not one: {problems(error)}",
-                    cards=[],
-                    verdict=verdict,
-                )
-            )
-            continue
+            status, reason = "unreadable", f"the results' profiles entry is not one: {problems(error)}"
+        else:
+            status, reason = entry.status, entry.reason
+            cards = [_card(name, profile) for name, profile in entry.profiles.items()]
         rows.append(
             ScenarioProfileRow(
                 scenario=str(scenario),
-                status=entry.status,
-                reason=entry.reason,
-                cards=[_card(name, profile) for name, profile in entry.profiles.items()],
+                status=status,
+                reason=reason,
+                cards=cards,
                 verdict=verdict,
+                verdict_problem=verdicts_problem or verdict_problem,
             )
         )
     return rows
 
 
-def _profile_verdict(raw: object) -> ProfileVerdict | None:
+def _profile_verdict(raw: object) -> tuple[ProfileVerdict | None, str | None]:
+    if raw is None:
+        return None, None
     try:
-        return ProfileVerdict.model_validate(raw) if raw is not None else None
-    except ValidationError:
-        return None  # verdicts.json is linked from the page; a bad entry hides only its comparison
+        return ProfileVerdict.model_validate(raw), None
+    except ValidationError as error:
+        return None, f"the verdicts' profiles entry is not one: {problems(error)}"
 
 
 def _card(name: str, profile: CollectedProfile | MissingProfile) -> ProfileCard:
+    file_name = f"{name}{PPROF_SUFFIX}"
     if isinstance(profile, MissingProfile):
-        return ProfileCard(profile=name, summary=None, reason=profile.reason, total="")
+        return ProfileCard(profile=name, file_name=file_name, summary=None, reason=profile.reason, total="")
     return ProfileCard(
-        profile=name, summary=profile.summary, reason=None, total=profile_amount(profile.summary)
+        profile=name,
+        file_name=file_name,
+        summary=profile.summary,
+        reason=None,
+        total=profile_amount(profile.summary),
     )
 
 
@@ -291,12 +326,19 @@ def profile_amount(summary: ProfileSummary) -> str:
     return f"{summary.total} {summary.unit}"
 
 
-def collected_profile_file(results: Mapping[str, Any] | None, *, scenario: str, profile: str) -> str | None:
-    """The published file of a scenario's collected profile, relative to the run's folder; None if none."""
-    raw = ((results or {}).get("profiles") or {}).get(scenario)
+def collected_profile(
+    results: Mapping[str, Any] | None, *, scenario: str, profile: str
+) -> CollectedProfile | None:
+    """A scenario's collected profile of that type, where the pipeline publishes it; None if there is none.
+
+    An entry naming its file anywhere else is not served: the view reads only the run's own profiles.
+    """
+    entries, _ = _by_scenario(results, "results")
     try:
-        entry = ScenarioProfiles.model_validate(raw) if raw is not None else None
+        entry = ScenarioProfiles.model_validate(entries[scenario]) if scenario in entries else None
     except ValidationError:
         return None
     found = entry.profiles.get(profile) if entry else None
-    return found.file if isinstance(found, CollectedProfile) else None
+    if isinstance(found, CollectedProfile) and found.file == profile_file(scenario, profile):
+        return found
+    return None

@@ -190,13 +190,7 @@ function drawFlame(box, graph) {
     .label((node) => `${node.data.name}: ${profileAmount(node.value, graph.unit)} ` +
       `(${((100 * node.value) / total).toFixed(1)} % of ${graph.sample_type})`);
   d3.select(box).datum(graph.root).call(chart);
-  let frames = 0;
-  const count = (node) => {
-    frames += 1;
-    node.children.forEach(count);
-  };
-  count(graph.root);
-  box.dataset.frames = frames;
+  box.dataset.frames = box.querySelectorAll("svg g").length;
   box.dataset.rendered = "true";
 }
 
@@ -238,12 +232,18 @@ async function load(box) {
     if (!response.ok) {
       // The view's errors say what is wrong in their detail (a profile that cannot be drawn, ...).
       const detail = await response.json().then((body) => body.detail, () => null);
-      throw new Error(detail || `${response.status} ${response.statusText}`);
+      // FastAPI's own refusals (a missing parameter) give a list of problems.
+      const text = Array.isArray(detail) ? detail.map((problem) => problem.msg).join("; ") : detail;
+      throw new Error(text || `${response.status} ${response.statusText}`);
     }
     draw(box, await response.json());
   } catch (error) {
+    // A library that failed mid-draw may have replaced the box's status line: a new one says why.
+    const status = document.createElement("p");
+    status.className = "chart-status";
+    status.textContent = `Could not load this chart: ${error.message}`;
+    box.replaceChildren(status);
     box.classList.add("chart-error");
-    box.querySelector(".chart-status").textContent = `Could not load this chart: ${error.message}`;
     box.dataset.rendered = "error";
   }
 }
