@@ -6,7 +6,7 @@ import hashlib
 import json
 from contextlib import AbstractContextManager, suppress
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -25,6 +25,9 @@ from kai_scale_model import labels
 from kai_scale_model import runner_interface as interface
 from kai_scale_model.durations import format_duration
 from kai_scale_model.scenario import Scenario
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 RUNNER_SERVICE_ACCOUNT = "kai-scale-runner"
 OUTPUTS_XCOM_KEY = "outputs"
@@ -153,7 +156,7 @@ class ScenarioPodOperator(KubernetesPodOperator):
         self._try_number = 0
         self._adopting = False
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: Context) -> Any:
         """Skip when not selected; otherwise make the upload URLs, record the keys and run the pod."""
         params = context["params"]
         if self.scenario.name not in params["scenarios"]:
@@ -188,7 +191,7 @@ class ScenarioPodOperator(KubernetesPodOperator):
             context["ti"].xcom_push(key=IMAGE_XCOM_KEY, value=self._image_ran())
             self._delete_secret(secret)
 
-    def _reattachable_pod(self, context: Any) -> k8s.V1Pod | None:
+    def _reattachable_pod(self, context: Context) -> k8s.V1Pod | None:
         """A runner pod of an earlier try of this task, which the provider will reattach to."""
         return self.find_pod(self.namespace, context=context)
 
@@ -265,7 +268,7 @@ class ScenarioPodOperator(KubernetesPodOperator):
         status = _container_status(self.remote_pod, self.base_container_name)
         return {"image": self.image, "image_id": (status.image_id or None) if status else None}
 
-    def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Any) -> k8s.V1Pod:
+    def get_or_create_pod(self, pod_request_obj: k8s.V1Pod, context: Context) -> k8s.V1Pod:
         """The provider's pod lookup; a pod started by an earlier try keeps that try's outputs."""
         self._adopting = True
         try:
@@ -303,19 +306,26 @@ class ScenarioPodOperator(KubernetesPodOperator):
         return bool(super().process_pod_deletion(pod, reraise=reraise))
 
 
-def recorded_outputs(ti: Any, scenario: str) -> dict[str, Any] | None:
+class XComReader(Protocol):
+    """What the tasks after a scenario read its records with: a task instance's ``xcom_pull``."""
+
+    def xcom_pull(self, *, task_ids: str, key: str) -> Any:
+        """The value task ``task_ids`` pushed under ``key``; None when it pushed none."""
+
+
+def recorded_outputs(ti: XComReader, scenario: str) -> dict[str, Any] | None:
     """What a scenario's task recorded: the try whose outputs count and their keys (None: never ran)."""
     outputs = ti.xcom_pull(task_ids=scenario_task_id(scenario), key=OUTPUTS_XCOM_KEY)
     return dict(outputs) if outputs else None
 
 
-def recorded_window(ti: Any, scenario: str) -> dict[str, str] | None:
+def recorded_window(ti: XComReader, scenario: str) -> dict[str, str] | None:
     """The time around a scenario's runner pod, as its task recorded it."""
     window = ti.xcom_pull(task_ids=scenario_task_id(scenario), key=WINDOW_XCOM_KEY)
     return dict(window) if window else None
 
 
-def recorded_image(ti: Any, scenario: str) -> dict[str, str | None] | None:
+def recorded_image(ti: XComReader, scenario: str) -> dict[str, str | None] | None:
     """The image a scenario's runner pod ran (reference and digest), as its task recorded it."""
     image = ti.xcom_pull(task_ids=scenario_task_id(scenario), key=IMAGE_XCOM_KEY)
     return dict(image) if image else None
