@@ -415,8 +415,11 @@ def test_a_night_slower_than_its_history_is_published_then_fails_as_a_regression
         "regression",
     )
     started, newest = SEEDED_RUN_IDS[-2], SEEDED_RUN_IDS[-1]
-    (reason,) = verdicts["reasons"]
+    reason, profiles = verdicts["reasons"]
     assert f"'Fill Cluster with single GPU Jobs' / 'time' regressed since run {started}" in reason
+    # Its history was published without profiles: the flagged scenario says it has no profile evidence.
+    assert profiles.startswith(f"{SLOWER}: KAI's scheduler's CPU profile not compared: "), profiles
+    assert verdicts["profiles"][SLOWER]["flagged"] is True
     time = verdicts["tests"]["Fill Cluster with single GPU Jobs"]["time"]
     change = time["change_point"]
     assert (change["since_run_id"], change["better"]) == (started, "lower")

@@ -182,6 +182,21 @@ def test_a_flagged_scenario_compared_with_its_previous_run_names_what_grew() -> 
     assert (change.scenario, change.grew[0]) == ("sanity-fill-cluster", "main.light")
 
 
+def test_a_flagged_scenario_whose_profile_was_not_compared_says_why() -> None:
+    judged = with_profiles(
+        _document(),
+        comparisons={"sanity-fill-cluster": "the baseline run 20260031-scheduled published no CPU profile"},
+        scenario_tests={"sanity-fill-cluster": ["Fill Cluster with single GPU Jobs"]},
+    )
+    assert judged.profiles["sanity-fill-cluster"].flagged
+    assert judged.reasons == (
+        *_document().reasons,
+        "sanity-fill-cluster: KAI's scheduler's CPU profile not compared: "
+        "the baseline run 20260031-scheduled published no CPU profile",
+    )
+    assert findings(summary=None, verdicts=judged).profile_changes == ()
+
+
 def test_a_scenario_not_flagged_keeps_its_comparison_out_of_the_reasons() -> None:
     comparison = compare_cpu_profiles(run=fixture(HEAVY1), baseline=fixture(HEAVY3), baseline_run_id="r31")
     judged = with_profiles(

@@ -122,7 +122,10 @@ def with_profiles(
     comparisons: Mapping[str, ProfileComparison | str],
     scenario_tests: Mapping[str, Sequence[str]],
 ) -> Verdicts:
-    """``verdicts`` with each scenario's profile comparison, and a reason per flagged one compared.
+    """``verdicts`` with each scenario's profile comparison, and a reason per flagged scenario.
+
+    A flagged scenario's reason names what grew in its CPU profile, or why its profile was not
+    compared: a reader of the alert learns whether there is profile evidence at all.
 
     :param comparisons: by scenario, its comparison or why there is none.
     :param scenario_tests: by scenario, the names of its test entries (whose verdicts flag it).
@@ -140,12 +143,14 @@ def with_profiles(
         )
         for scenario, found in comparisons.items()
     }
-    growers = [
+    explained = [
         f"{scenario}: KAI's scheduler {cpu_change_sentence(profile.comparison)}"
+        if profile.comparison is not None
+        else f"{scenario}: KAI's scheduler's CPU profile not compared: {profile.reason}"
         for scenario, profile in profiles.items()
-        if profile.flagged and profile.comparison is not None
+        if profile.flagged
     ]
-    return verdicts.model_copy(update={"profiles": profiles, "reasons": (*verdicts.reasons, *growers)})
+    return verdicts.model_copy(update={"profiles": profiles, "reasons": (*verdicts.reasons, *explained)})
 
 
 def overall_verdict(
