@@ -301,7 +301,7 @@ def first_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviron
     """
     run_id = trigger(api, {"node_count": NODE_COUNT, "scenarios": list(FIRST_NIGHT)})
     with marked_failed_on_error(api, run_id):
-        adopted = runner_in(core, ADOPTED, "Running")
+        adopted = runner_in(core, run_id, ADOPTED, "Running")
         worker = _running_worker(api, run_id, ADOPTED)
         (scheduler,) = airflow_pods(core, "scheduler")
         # Killed, so that its job is never ended; then held down (scaling down alone would stop it cleanly).
@@ -309,13 +309,13 @@ def first_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviron
         local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=0")
         try:
             _kill_worker(local_env, core, worker)
-            runner_in(core, ADOPTED, "Succeeded")
+            runner_in(core, run_id, ADOPTED, "Succeeded")
         finally:
             local_env.kubectl(
                 "scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1"
             )
 
-        reattached = runner_in(core, REATTACHED, "Running")
+        reattached = runner_in(core, run_id, REATTACHED, "Running")
         _kill_worker(local_env, core, _running_worker(api, run_id, REATTACHED))
         _running_worker(api, run_id, REATTACHED, try_number=2)
         database = local_env.postgres()
@@ -364,15 +364,51 @@ def _kill_processes(local_env: LocalEnvironment, pod: str, *, container: str) ->
     )
 
 
-def runner_in(core: client.CoreV1Api, scenario: str, phase: str) -> client.V1Pod:
-    """The scenario's runner pod, once it is in ``phase``."""
-    selector = f"{labels.SCENARIO}={scenario},{labels.ROLE}={labels.RUNNER}"
+def runner_in(core: client.CoreV1Api, run_id: str, scenario: str, phase: str) -> client.V1Pod:
+    """The runner pod of the run's scenario, once it is in ``phase``.
+
+    A runner that ended otherwise fails at once, and a failure tells what each runner pod was doing:
+    its phase, its containers' states and its log's last lines.
+    """
+    selector = labels.selector(labels.object_labels(run_id=run_id, scenario=scenario, role=labels.RUNNER))
+    what = f"{scenario}'s runner pod in phase {phase}"
 
     def found() -> client.V1Pod | None:
         pods = core.list_pod_for_all_namespaces(label_selector=selector).items
+        ended = [pod for pod in pods if pod.status.phase in _ENDED_PHASES - {phase}]
+        if ended:
+            raise AssertionError(f"waiting for {what}, it ended instead:\n{_runner_pods_story(core, ended)}")
         return next((pod for pod in pods if pod.status.phase == phase), None)
 
-    return wait_for(found, timeout=1500, what=f"{scenario}'s runner pod in phase {phase}", interval=2)
+    try:
+        return wait_for(found, timeout=1500, what=what, interval=2)
+    except AssertionError as error:
+        pods = core.list_pod_for_all_namespaces(label_selector=selector).items
+        raise AssertionError(f"{error}\n{_runner_pods_story(core, pods)}") from error
+
+
+_ENDED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def _runner_pods_story(core: client.CoreV1Api, pods: list[client.V1Pod]) -> str:
+    """Each pod's phase, reason, containers' states and last log lines: what a failed wait needs told."""
+    if not pods:
+        return "(no runner pod)"
+    parts = []
+    for pod in pods:
+        name, namespace = pod.metadata.name, pod.metadata.namespace
+        states = [
+            f"{status.name}: {status.state.to_dict()}" for status in pod.status.container_statuses or []
+        ]
+        try:
+            log = core.read_namespaced_pod_log(name, namespace, tail_lines=40)
+        except ApiException as error:
+            log = f"(its log could not be read: {error.status} {error.reason})"
+        parts.append(
+            f"pod {namespace}/{name}: phase {pod.status.phase}, reason {pod.status.reason},"
+            f" message {pod.status.message}\n  " + "\n  ".join(states) + f"\n  last log lines:\n{log}"
+        )
+    return "\n".join(parts)
 
 
 def _running_worker(api: AirflowApi, run_id: str, scenario: str, *, try_number: int = 1) -> str:
@@ -488,7 +524,7 @@ def _without_kai_until_it_did_not_run(
     with _paused(api):
         switch_scheduler(local_env, core, enabled=False)
     try:
-        runner_in(core, AWAITS_KAI, "Running")
+        runner_in(core, run_id, AWAITS_KAI, "Running")
         with _paused(api):
             wait_for(
                 lambda: (
