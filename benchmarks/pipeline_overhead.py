@@ -21,7 +21,6 @@ history is untouched. The release is upgraded to point at that bucket, and back 
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import time
 from datetime import UTC, datetime
@@ -53,16 +52,9 @@ def main() -> None:
     options = parser.parse_args()
     environment = LocalEnvironment(Settings.from_environment())
     deployment = AirflowDeployment(environment)
-    with socket.socket() as probe:  # a free loopback port for the UI's port-forward
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
     if options.run_id:
-        api = AirflowApi(deployment.serve_ui(port))
-        try:
+        with deployment.served_api() as api:
             _report(environment, api, options.run_id)
-        finally:
-            api.close()
-            deployment.stop_ui(port)
         return
     with environment.scratch_bucket() as bucket:
         upgraded = deployment.deploy(
@@ -73,12 +65,8 @@ def main() -> None:
         )
         # After an upgrade, only the DAG the new release parsed is triggered.
         since = datetime.now(UTC) if upgraded else None
-        api = AirflowApi(deployment.serve_ui(port))
-        try:
+        with deployment.served_api() as api:
             _measure(environment, api, options.node_count, options.scenarios, since=since)
-        finally:
-            api.close()
-            deployment.stop_ui(port)
 
 
 def _measure(

@@ -17,7 +17,8 @@ import secrets
 import shlex
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -502,6 +503,20 @@ class AirflowDeployment:
     def stop_ui(self, port: int) -> None:
         """Stop serving the UI on ``port``."""
         processes.stop(name=f"{UI_COMPONENT}-{port}", run_dir=self.config.run_dir)
+
+    @contextmanager
+    def served_api(self) -> Iterator[AirflowApi]:
+        """The REST API on a free loopback port, logged in as its first user, until the block ends.
+
+        It follows the release through upgrades (``serve_ui``).
+        """
+        port = processes.free_port()
+        api = AirflowApi(self.serve_ui(port))
+        try:
+            yield api
+        finally:
+            api.close()
+            self.stop_ui(port)
 
 
 def container_that_cannot_start(pods: list[dict[str, Any]], *, since: datetime) -> str | None:

@@ -109,6 +109,13 @@ def _gone_within(*, name: str, run_dir: Path, seconds: float) -> bool:
     return True
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def port_in_use(port: int) -> bool:
     """Whether something already listens on the loopback ``port``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:

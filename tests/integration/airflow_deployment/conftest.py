@@ -28,7 +28,6 @@ from tests.integration.airflow_deployment.nights import (
     RefusedTeardown,
     deployed_scenario_files,
 )
-from tests.waiting import free_ports
 
 # What points boto3 and Airflow's connection in this process at the local bucket, and names it.
 S3_VARIABLES = (
@@ -126,11 +125,8 @@ def airflow_deployment(
 @pytest.fixture(scope="package")
 def airflow_api(airflow_deployment: AirflowDeployment) -> Iterator[AirflowApi]:
     """The deployment's REST API through its UI's port on loopback, logged in as its first user."""
-    (port,) = free_ports(1)
-    api = AirflowApi(airflow_deployment.serve_ui(port))
-    yield api
-    api.close()
-    airflow_deployment.stop_ui(port)
+    with airflow_deployment.served_api() as api:
+        yield api
 
 
 @pytest.fixture(scope="package")
