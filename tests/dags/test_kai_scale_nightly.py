@@ -184,7 +184,8 @@ def test_a_bad_scenario_file_is_an_import_error_naming_file_and_field(
         (
             "big",
             None,
-            "KAI_SCALE_KAI_TUNING_PROFILE must name a tuning profile of {tuning}/ (local, scale), got 'big'",
+            "KAI_SCALE_KAI_TUNING_PROFILE must name a tuning profile of {tuning}/ "
+            "(local, local-unprofiled, scale), got 'big'",
         ),
         (
             "local",

@@ -377,6 +377,32 @@ def test_the_pipeline_overhead_benchmark_reads_the_night(first_night: Night) -> 
         assert row in result.stdout, result.stdout
 
 
+def test_the_profiling_cost_benchmark_reads_the_night(first_night: Night) -> None:
+    """benchmarks/profiling_cost.py's smoke test: the first night's fill times, under ``local`` (--read)."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "profiling_cost.py"),
+            "--read",
+            f"local={first_night.run_id}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    rows = {line.split(" | ")[0]: line for line in lines}
+    (night,) = [line for line in lines if line.startswith(f"| {first_night.run_id}")]
+    assert night.startswith(f"| {first_night.run_id} | local | success | "), lines
+    assert "—" not in night, "both fills measured"
+    assert rows["| **mean ± sd**"].startswith("| **mean ± sd** | local | | "), result.stdout
+    assert "(n=1)" in rows["| **mean ± sd**"]
+    cost = rows["| **profiling's cost**"]
+    assert cost.count("not measured: a profile without a fill") == 2, "no unprofiled run read"
+
+
 def test_the_first_night_runs_kais_suite_and_publishes_it(
     first_night: Night, local_env: LocalEnvironment
 ) -> None:

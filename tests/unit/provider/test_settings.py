@@ -200,7 +200,7 @@ def test_an_unknown_tuning_profile_names_the_variable_and_the_profiles(
         PipelineSettings.from_environment(default_include_dir=REPO / "include")
     assert str(raised.value) == (
         f"KAI_SCALE_KAI_TUNING_PROFILE must name a tuning profile of {REPO}/include/manifests/kai-tuning/ "
-        f"(local, scale), got {value!r}"
+        f"(local, local-unprofiled, scale), got {value!r}"
     )
 
 

@@ -46,8 +46,8 @@ def _by_object(patches: Sequence[TuningPatch]) -> dict[str, dict[str, Any]]:
     return {f"{p.kind} {p.name}": _leaves(p.patch) for p in patches}
 
 
-def test_the_shipped_profiles_are_scale_and_local() -> None:
-    assert profile_names(INCLUDE) == ["local", "scale"]
+def test_the_shipped_profiles_are_scale_local_and_local_unprofiled() -> None:
+    assert profile_names(INCLUDE) == ["local", "local-unprofiled", "scale"]
     scale = load_profile(INCLUDE, "scale")
     assert scale.path == INCLUDE / "manifests" / "kai-tuning" / "scale.yaml"
     assert [(p.kind, p.name) for p in scale.patches] == [
@@ -74,6 +74,16 @@ def test_the_local_profile_keeps_every_setting_of_scale_but_the_sizes() -> None:
     assert local["Config kai-config"]["spec.admission.replicas"] == 1
 
 
+def test_the_unprofiled_profile_is_local_without_pyroscope() -> None:
+    """KAI's scheduler starts its Pyroscope agent only for a non-empty address (cmd/scheduler/app)."""
+    local = _by_object(load_profile(INCLUDE, "local").patches)
+    unprofiled = _by_object(load_profile(INCLUDE, "local-unprofiled").patches)
+    address = "spec.args.pyroscope-address"
+    assert local["SchedulingShard default"][address].startswith("http://pyroscope.")
+    assert unprofiled["SchedulingShard default"] == {**local["SchedulingShard default"], address: ""}
+    assert unprofiled["Config kai-config"] == local["Config kai-config"]
+
+
 def test_the_local_profile_fits_a_2_cpu_node_beside_everything_else() -> None:
     config = _by_object(load_profile(INCLUDE, "local").patches)["Config kai-config"]
     cpu_requests = {path: quantity(v) for path, v in config.items() if path.endswith("requests.cpu")}
@@ -86,7 +96,8 @@ def test_the_local_profile_fits_a_2_cpu_node_beside_everything_else() -> None:
 
 def test_an_unknown_profile_names_the_available_ones(tmp_path: Path) -> None:
     with pytest.raises(
-        TuningError, match=r"no tuning profile 'big' in .*kai-tuning/ \(available: local, scale\)"
+        TuningError,
+        match=r"no tuning profile 'big' in .*kai-tuning/ \(available: local, local-unprofiled, scale\)",
     ):
         load_profile(_include(tmp_path), "big")
 
