@@ -16,7 +16,7 @@ mkdir -p "$log_dir"
 # Pinned versions. kubernetes and etcd are pinned by the wrapper modules' go.mod files; kwok (the
 # release the pipeline's setup installs), Prometheus, helm (the Airflow image's, which the tests
 # install local charts with) and the cluster DNS, CoreDNS (whose image the node runs), are read where
-# they are pinned (pinned, below).
+# they are pinned (pinned, below), as is the pod sandbox, pause.
 # The real node's network plugins.
 CNI_PLUGINS_VERSION="v1.9.0"
 # The real node's container runtime and runc (docs/local-environment.md, "Building the binaries",
@@ -31,8 +31,6 @@ DEBIAN_PACKAGES=(iptables nftables libseccomp-dev pkg-config gcc libc6-dev build
 # The local OCI registry (CNCF distribution) that serves the node's images, and crane to pack them.
 REGISTRY_VERSION="v3.1.2"
 CRANE_VERSION="v0.22.1"
-# The pause image of Kubernetes' build/pause at the pinned release (its Makefile's TAG).
-PAUSE_VERSION="3.10.1"
 # The toolchain on the machine must build everything: never let go fetch another one.
 export GOTOOLCHAIN=local
 export CGO_ENABLED=0
@@ -217,11 +215,12 @@ build_cni_plugins() {
 # Kubernetes' pause, from build/pause/linux/pause.c of the pinned kubernetes module, as its Makefile
 # builds it (static, -Os).
 build_pause() {
-  local version dir source
+  local version dir source PAUSE_VERSION
   version="$(module_version kubernetes k8s.io/kubernetes)"
   source="$(go env GOMODCACHE)/k8s.io/kubernetes@$version/build/pause/linux/pause.c"
   [[ -f "$source" ]] || fail "$source not found: build the kubernetes binaries first"
   command -v gcc >/dev/null 2>&1 || fail "no C compiler for the pause image: apt-get install gcc libc6-dev"
+  PAUSE_VERSION="$(pinned pause)"
   dir="$cache_root/bin/pause-$PAUSE_VERSION"
   cached_build pause "$PAUSE_VERSION" "$dir" pause \
     gcc -Os -Wall -Werror -static "-DVERSION=v$PAUSE_VERSION-kai-scale" -o "$dir.tmp/pause" "$source"

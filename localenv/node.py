@@ -43,7 +43,7 @@ KUBERNETES_SERVICE_IP = "10.0.0.1"
 CLUSTER_DNS_IP = "10.0.0.10"
 CLUSTER_DOMAIN = "cluster.local"
 # The sandbox image of Kubernetes 1.34 (build/pause); served by the local registry like every other image.
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+PAUSE_IMAGE = f"registry.k8s.io/pause:{pins.PAUSE_VERSION}"
 # The cluster DNS of localenv/manifests/coredns.yaml.
 COREDNS_IMAGE = f"registry.k8s.io/coredns/coredns:{pins.COREDNS_VERSION}"
 # Upstream registries whose images the node pulls from the local registry, under <registry>/<upstream>/.

@@ -38,6 +38,9 @@ AIRFLOW_CHART_VERSION = "1.21.0"
 # The cluster DNS (localenv/manifests/coredns.yaml): the CoreDNS release kubeadm 1.34 deploys. build.sh
 # builds it; the node's registry serves it under its upstream name (node.COREDNS_IMAGE).
 COREDNS_VERSION = "v1.12.1"
+# The pod sandbox: Kubernetes 1.34's build/pause (its Makefile's TAG). build.sh builds it from the
+# kubernetes module's source; the node's registry serves it under its upstream name (node.PAUSE_IMAGE).
+PAUSE_VERSION = "3.10.1"
 # The chart value that pins Pyroscope's server image: the setup runs the release the local environment
 # builds from its source snapshot, not the chart's appVersion.
 PYROSCOPE_IMAGE_TAG = "pyroscope.image.tag"
@@ -143,6 +146,7 @@ SCRIPT_PINS: dict[str, Callable[[], str]] = {
     "fake-gpu-operator": lambda: chart_version("fake-gpu-operator"),
     "prometheus": lambda: PROMETHEUS_VERSION,
     "coredns": lambda: COREDNS_VERSION,
+    "pause": lambda: PAUSE_VERSION,
     "pyroscope": pyroscope_version,
     "runner-image": lambda: runner_interface.IMAGE_REPOSITORY,
     "helm": helm_version,

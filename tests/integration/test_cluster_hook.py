@@ -18,6 +18,7 @@ from kai_scale.cluster.runner_access import prepare_runner_access
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai
 from localenv.environment import LocalEnvironment
+from localenv.node import PAUSE_IMAGE
 from tests.conftest import REPO
 from tests.integration.conftest import TEST_LABEL
 from tests.waiting import wait_for
@@ -91,7 +92,7 @@ def _as_runner(local_env: LocalEnvironment, *args: str, manifest: dict[str, Any]
     return "" if result.returncode == 0 else result.stderr
 
 
-PROBE_CONTAINER = {"name": "probe", "image": "registry.k8s.io/pause:3.10.1"}
+PROBE_CONTAINER = {"name": "probe", "image": PAUSE_IMAGE}
 
 
 def _job(namespace: str) -> dict[str, Any]:

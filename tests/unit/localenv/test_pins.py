@@ -12,7 +12,7 @@ from kai_scale.cluster.installs import read_installs
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import pins
 from localenv.environment import coredns_manifest
-from localenv.node import COREDNS_IMAGE
+from localenv.node import COREDNS_IMAGE, PAUSE_IMAGE
 from tests.conftest import REPO
 
 
@@ -89,3 +89,13 @@ def test_the_airflow_stand_in_installs_with_the_uv_the_venv_is_made_with() -> No
     assert _line_pin(REPO / "Makefile", r"^UV_VERSION := (\S+)$") == _line_pin(
         REPO / "localenv" / "images" / "airflow" / "Dockerfile", r"^ARG AIRFLOW_UV_VERSION=(\S+)$"
     )
+
+
+def test_the_pod_sandbox_is_built_and_served_at_its_one_pin(capsys: pytest.CaptureFixture[str]) -> None:
+    """build.sh asks pins.py for pause's release and holds no version of its own; the node serves it."""
+    assert pins.main(["pause"]) == 0
+    assert capsys.readouterr().out.strip() == pins.PAUSE_VERSION
+    assert f"registry.k8s.io/pause:{pins.PAUSE_VERSION}" == PAUSE_IMAGE
+    build = (REPO / "localenv" / "build.sh").read_text()
+    assert 'PAUSE_VERSION="$(pinned pause)"' in build
+    assert pins.PAUSE_VERSION not in build
