@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from kai_scale_model.validation import StrictModel
 
 QUERY_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
 
-class MetricQuery(BaseModel):
+class MetricQuery(StrictModel):
     """One named PromQL expression, evaluated over a scenario's window."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Annotated[str, Field(pattern=QUERY_NAME_PATTERN)]
     query: Annotated[str, Field(min_length=1)]

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from kai_scale_model.validation import validated
+from kai_scale_model.validation import StrictModel, validated
 
 TUNING_DIR = Path("manifests") / "kai-tuning"
 DEFAULT_PROFILE = "scale"
@@ -36,11 +36,7 @@ class TuningError(ValueError):
     """A tuning profile the pipeline cannot use; the message names the file and the field."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TuningPatch(_Strict):
+class TuningPatch(StrictModel):
     """A JSON merge patch of one of KAI's objects."""
 
     api_version: str = Field(alias="apiVersion", description="the object's apiVersion")
@@ -62,7 +58,7 @@ class TuningPatch(_Strict):
         return (self.api_version, self.kind, self.name)
 
 
-class TuningFile(_Strict):
+class TuningFile(StrictModel):
     """A tuning profile's file, as written."""
 
     extends: str | None = Field(default=None, description="the profile whose patches this one's go over")

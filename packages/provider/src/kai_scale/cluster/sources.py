@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
+
+from kai_scale_model.validation import StrictModel
 
 SOURCE_MIRRORS_VARIABLE = "KAI_SCALE_SOURCE_MIRRORS"
 _SCHEMES = ("oci://", "https://", "http://", "file://")
@@ -27,10 +29,8 @@ class SourceMirrorsError(ValueError):
     """The mirror setting cannot be used; the message names the variable and what is wrong."""
 
 
-class Mirror(BaseModel):
+class Mirror(StrictModel):
     """One rule: references starting with ``upstream`` are fetched from ``mirror`` instead."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     upstream: str = Field(min_length=1)
     mirror: str = Field(min_length=1)

@@ -6,20 +6,19 @@ from datetime import timedelta
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from kai_scale_model.durations import parse_duration
 from kai_scale_model.metric_query import MetricQuery
+from kai_scale_model.validation import StrictModel
 
 
 class MetricsProfileError(ValueError):
     """A profile or scenario query set that cannot be used; the message names the file and the field."""
 
 
-class MetricsProfile(BaseModel):
+class MetricsProfile(StrictModel):
     """The queries run for every scenario, and the resolution of the range queries."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     step: timedelta = Field(description="range query resolution, e.g. 15s")
     queries: tuple[MetricQuery, ...] = Field(min_length=1)
