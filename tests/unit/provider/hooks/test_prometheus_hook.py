@@ -1,3 +1,5 @@
+"""PrometheusHook: an Airflow connection made a Prometheus client, or an error naming what to set."""
+
 from __future__ import annotations
 
 import json
