@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -29,6 +29,9 @@ from tests.alert_receivers import (
 )
 from tests.waiting import free_ports
 
+if TYPE_CHECKING:
+    from airflow.sdk.definitions.context import Context
+
 OPTIONS = AlertOptions(
     results_bucket="kai-scale-results", results_prefix="Public/", results_url=None, limit="6h"
 ).as_kwargs()
@@ -44,19 +47,22 @@ def receivers(monkeypatch: pytest.MonkeyPatch) -> Iterator[AlertReceivers]:
         yield receivers
 
 
-def _overdue_context(state: str) -> dict[str, Any]:
-    """As the scheduler gives a deadline's callback: the run as the API serializes it."""
-    return {
-        "dag_run": {
-            "dag_id": "kai_scale_nightly",
-            "dag_run_id": "scheduled__2026-11-22T02:00:00+00:00",
-            "run_after": "2026-11-22T02:00:00Z",
-            "queued_at": "2026-11-22T02:00:04Z",
-            "state": state,
-            "conf": {"node_count": 2000},
+def _overdue_context(state: str) -> Context:
+    """As the scheduler gives a deadline's callback: the run as the API serializes it (not a DagRun)."""
+    return cast(
+        "Context",
+        {
+            "dag_run": {
+                "dag_id": "kai_scale_nightly",
+                "dag_run_id": "scheduled__2026-11-22T02:00:00+00:00",
+                "run_after": "2026-11-22T02:00:00Z",
+                "queued_at": "2026-11-22T02:00:04Z",
+                "state": state,
+                "conf": {"node_count": 2000},
+            },
+            "deadline": {"id": "0195", "deadline_time": "2026-11-22T08:00:04Z"},
         },
-        "deadline": {"id": "0195", "deadline_time": "2026-11-22T08:00:04Z"},
-    }
+    )
 
 
 def test_the_webhook_gets_the_alerts_json_on_both_paths(receivers: AlertReceivers) -> None:
