@@ -29,7 +29,7 @@ from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_r
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
-from tests.unit.provider.profiles.builder import HEAVY1, HEAVY3, fixture
+from tests.unit.provider.profiles.builder import HEAVY3, LIGHT3, fixture
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")
@@ -353,7 +353,8 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
     """Thirty nights of ~400 s Fill Cluster times at 500 nodes, then three at ~480 s (+20 %).
 
     The last night before it published the scheduler's CPU profile ``cpu_heavy3`` (main.heavy spins 3
-    units per unit of main.light); the run's is ``cpu_heavy1`` (1 unit each): main.light's share grew.
+    units per unit of main.light); the run's is ``cpu_light3`` (3 units each, twice the rounds): its
+    scheduler spent more CPU, and main.light most of what it added.
     """
     store = _store()
     prefix = f"test-{uuid.uuid4().hex[:8]}/Public/"
@@ -374,9 +375,9 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
         files = {cpu: f"{prefix}in/cpu.pb.gz"} if night == len(times) - 1 else {}
         _publish(store, prefix, run_id, results=results, entry=entry, files=files)
     store.write_bytes(
-        key=run_file_key(tonight_id, cpu), data=HEAVY1.read_bytes(), content_type="application/gzip"
+        key=run_file_key(tonight_id, cpu), data=LIGHT3.read_bytes(), content_type="application/gzip"
     )
-    collected = CollectedProfile(status="collected", file=cpu, summary=summarize(fixture(HEAVY1), "cpu"))
+    collected = CollectedProfile(status="collected", file=cpu, summary=summarize(fixture(LIGHT3), "cpu"))
     tonight = ScenarioProfiles(
         status="partial", reason=None, service="kai-scheduler", window=None, profiles={CPU_PROFILE: collected}
     )
@@ -413,8 +414,11 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
     assert any("regressed since run" in reason for reason in verdicts["reasons"])
     profile = verdicts["profiles"]["sanity-fill-cluster"]
     assert (profile["flagged"], profile["reason"]) == (True, None)
-    grew = profile["comparison"]["cumulative_grew"]
+    comparison = profile["comparison"]
+    assert comparison["run_cpu_seconds"] > 1.2 * comparison["baseline_cpu_seconds"], comparison
+    grew = comparison["cumulative_grew"]
     assert grew[0]["function"] == "main.light", grew
+    assert grew[0]["run_share"] > 2 * grew[0]["baseline_share"], grew
     (named,) = [reason for reason in verdicts["reasons"] if "KAI's scheduler" in reason]
     assert named.startswith("sanity-fill-cluster: KAI's scheduler CPU "), named
     assert "vs baseline 20260031-scheduled; grew most: main.light +" in named, named

@@ -8,9 +8,11 @@ from pathlib import Path
 from kai_scale.profiles.pprof import Profile, ProfileMessage, decode_profile
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# main.heavy spins 3 units per unit of main.light, or 1 (fixtures/README.md).
+# main.heavy spins 3 units per unit of main.light, or 1; or main.light 3 to heavy's 3, twice the rounds:
+# against HEAVY3, a run whose scheduler spends more CPU, the more in main.light (fixtures/README.md).
 HEAVY3 = FIXTURES / "cpu_heavy3.pb.gz"
 HEAVY1 = FIXTURES / "cpu_heavy1.pb.gz"
+LIGHT3 = FIXTURES / "cpu_light3.pb.gz"
 HEAP = FIXTURES / "heap.pb.gz"
 
 CPU_TYPES = (("samples", "count"), ("cpu", "nanoseconds"))

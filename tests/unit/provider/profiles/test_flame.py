@@ -10,7 +10,7 @@ import pytest
 
 from kai_scale.profiles.flame import MAX_DEPTH, FlameNode, flame_graph
 from kai_scale.profiles.pprof import ProfileError
-from tests.unit.provider.profiles.builder import HEAP, HEAVY1, HEAVY3, cpu_profile, fixture
+from tests.unit.provider.profiles.builder import HEAP, HEAVY1, HEAVY3, LIGHT3, cpu_profile, fixture
 from tests.unit.provider.profiles.go_pprof import GoPprof
 
 
@@ -67,7 +67,7 @@ def _first_frames(node: FlameNode, above: frozenset[str] = frozenset()) -> Itera
 
 @pytest.mark.parametrize(
     ("path", "sample_type"),
-    [(HEAVY3, "cpu"), (HEAVY1, "cpu"), (HEAP, "inuse_space"), (HEAP, "alloc_space")],
+    [(HEAVY3, "cpu"), (HEAVY1, "cpu"), (LIGHT3, "cpu"), (HEAP, "inuse_space"), (HEAP, "alloc_space")],
     ids=lambda value: value.name if isinstance(value, Path) else value,
 )
 def test_without_pruning_each_functions_frames_add_up_to_go_tool_pprofs_cumulative_value(

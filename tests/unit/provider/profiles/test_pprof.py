@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from kai_scale.profiles.pprof import MAX_DECOMPRESSED_BYTES, ProfileError, ProfileMessage, decode_profile
-from tests.unit.provider.profiles.builder import HEAP, HEAVY1, HEAVY3, fixture
+from tests.unit.provider.profiles.builder import HEAP, HEAVY1, HEAVY3, LIGHT3, fixture
 from tests.unit.provider.profiles.go_pprof import GoPprof, go_time
 
 
-@pytest.mark.parametrize("path", [HEAVY3, HEAVY1, HEAP], ids=lambda path: path.name)
+@pytest.mark.parametrize("path", [HEAVY3, HEAVY1, LIGHT3, HEAP], ids=lambda path: path.name)
 def test_a_go_runtime_profile_decodes_to_what_go_tool_pprof_lists(path: Path, go_pprof: GoPprof) -> None:
     """Every sample (values, stack with inlined frames) and the header are those of ``pprof -raw``.
 

@@ -10,7 +10,15 @@ import pytest
 
 from kai_scale.profiles.pprof import ProfileError, decode_profile
 from kai_scale.profiles.summary import FunctionShare, ProfileSummary, function_values, summarize
-from tests.unit.provider.profiles.builder import HEAP, HEAVY1, HEAVY3, cpu_profile, fixture, profile_bytes
+from tests.unit.provider.profiles.builder import (
+    HEAP,
+    HEAVY1,
+    HEAVY3,
+    LIGHT3,
+    cpu_profile,
+    fixture,
+    profile_bytes,
+)
 from tests.unit.provider.profiles.go_pprof import GoPprof
 
 
@@ -20,6 +28,7 @@ from tests.unit.provider.profiles.go_pprof import GoPprof
         (HEAVY3, "cpu"),
         (HEAVY3, "samples"),
         (HEAVY1, "cpu"),
+        (LIGHT3, "cpu"),
         (HEAP, "alloc_objects"),
         (HEAP, "alloc_space"),
         (HEAP, "inuse_objects"),

@@ -2,9 +2,9 @@
 // fixtures the unit tests decode and compare with `go tool pprof` (see ../fixtures/README.md).
 //
 // The CPU workload: main.heavy spins -heavy units in its own body and then calls main.light, which
-// recurses a few frames deep and spins one unit at the bottom. So heavy's flat CPU is -heavy times
-// light's, heavy's cumulative CPU includes light's, and light's cumulative CPU counts each sample
-// once though light is on its stack several times.
+// recurses a few frames deep and spins -light units (one by default) at the bottom. So heavy's flat
+// CPU is -heavy units to light's -light, heavy's cumulative CPU includes light's, and light's
+// cumulative CPU counts each sample once though light is on its stack several times.
 package main
 
 import (
@@ -26,26 +26,26 @@ var (
 )
 
 //go:noinline
-func light(depth int) {
+func light(depth, units int) {
 	if depth > 0 {
-		light(depth - 1)
+		light(depth-1, units)
 		return
 	}
 	x := sink
-	for i := 0; i < unit; i++ {
+	for i := 0; i < units*unit; i++ {
 		x = x*6364136223846793005 + 1442695040888963407
 	}
 	sink = x
 }
 
 //go:noinline
-func heavy(units int) {
+func heavy(units, lightUnits int) {
 	x := sink
 	for i := 0; i < units*unit; i++ {
 		x = x*6364136223846793005 + 1442695040888963407
 	}
 	sink = x
-	light(3)
+	light(3, lightUnits)
 }
 
 // allocate allocates 64 slices of 64 KiB (4 MiB) that stay in use.
@@ -75,7 +75,8 @@ func writeHeapProfile(path string) {
 func main() {
 	cpuPath := flag.String("cpu", "cpu.pb.gz", "where to write the CPU profile")
 	heapPath := flag.String("heap", "", "where to write the heap profile (none when empty)")
-	heavyUnits := flag.Int("heavy", 3, "units main.heavy spins per unit main.light spins")
+	heavyUnits := flag.Int("heavy", 3, "units main.heavy spins in its own body")
+	lightUnits := flag.Int("light", 1, "units main.light spins")
 	rounds := flag.Int("rounds", 5, "how many times main.heavy runs")
 	flag.Parse()
 	// Every allocation sampled, so main.allocate's 4 MiB show exactly (the default samples one per
@@ -90,7 +91,7 @@ func main() {
 		log.Fatal(err)
 	}
 	for i := 0; i < *rounds; i++ {
-		heavy(*heavyUnits)
+		heavy(*heavyUnits, *lightUnits)
 	}
 	pprof.StopCPUProfile()
 	if err := cpu.Close(); err != nil {
