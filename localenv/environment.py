@@ -522,7 +522,7 @@ class LocalEnvironment:
         exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
         # The worker has helm, as the Airflow image does.
         exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-        # The monitoring chart without what is not built here (Pyroscope off), its Prometheus on a NodePort.
+        # The charts without what is not built here (Grafana, Alertmanager), Prometheus on a NodePort.
         exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
         # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
         exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())

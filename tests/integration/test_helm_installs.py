@@ -229,7 +229,7 @@ def test_monitoring_charts_are_installed_once_then_left_as_they_are(
 def test_a_release_the_values_profile_turns_off_is_not_installed(
     tmp_path: Path, release_namespace: str
 ) -> None:
-    """As the local profile turns Pyroscope off: the setup says so and installs the rest."""
+    """As a values profile turns a release off (here Pyroscope): the setup says so and installs the rest."""
     charts = _monitoring_charts(tmp_path, release_namespace)
 
     lines = install_monitoring(
