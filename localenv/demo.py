@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -69,11 +70,29 @@ def table(summary: dict[str, Any]) -> str:
     )
 
 
+def profiles_line(keys: Sequence[str], *, folder: str) -> str:
+    """What the demo says of the run's profiles: each scenario's, from the keys under ``<folder>profiles/``.
+
+    They sit at ``profiles/<scenario>/<type>.pb.gz`` of the run's published folder ``folder``.
+    """
+    published: dict[str, list[str]] = {}
+    for key in keys:
+        scenario, _, file = key.removeprefix(f"{folder}{PROFILES}").partition("/")
+        if file.endswith(PPROF_SUFFIX):
+            published.setdefault(scenario, []).append(file.removesuffix(PPROF_SUFFIX))
+    if not published:
+        return "profiles:  none published (the trend view's run page says why)"
+    listed = "; ".join(f"{name}: {', '.join(sorted(types))}" for name, types in sorted(published.items()))
+    return f"profiles:  {listed} (s3://{DEFAULT_BUCKET}/{folder}{PROFILES}, `go tool pprof` opens them)"
+
+
 DAG_ID = "kai_scale_nightly"
 DAG_FILE = "kai_scale_nightly.py"
 # The trend view's page of a run in Airflow's UI: the plugin's nav route, then its app's own path
 # (kai_scale.views.plugin; the demo does not import the pipeline).
 VIEW_RUN_PATH = "/plugin/scale-tests/scale-tests/runs/"
+# A run's profiles in its published folder: profiles/<scenario>/<type>.pb.gz (docs/results.md).
+PROFILES, PPROF_SUFFIX = "profiles/", ".pb.gz"
 FINISHED_TASK = ("success", "failed", "skipped", "upstream_failed", "removed")
 FINISHED_RUN = ("success", "failed")
 # The dag-processor parses the DAG file once its pod starts; a cold one imports the provider first.
@@ -279,12 +298,24 @@ def main() -> int:
     if summary:
         print(table(summary))
         prefix = os.environ.get("KAI_SCALE_RESULTS_PREFIX", "Public/")
-        print(f"published: s3://{DEFAULT_BUCKET}/{prefix}{summary['run_id']}/")
+        folder = f"{prefix}{summary['run_id']}/"
+        print(f"published: s3://{DEFAULT_BUCKET}/{folder}")
+        print(profiles_line(bucket_keys(environment, f"{folder}{PROFILES}"), folder=folder))
         print(f"manifest:  s3://{DEFAULT_BUCKET}/{prefix}manifest.json")
         print(f"trend view: {view_url(port=options.view_port, run_id=summary['run_id'])} {login}")
     else:
         print(f"no run summary: the run failed before publishing; its task logs: {ui}/dags/{DAG_ID}")
     return 0 if state == "success" else 1
+
+
+def bucket_keys(environment: LocalEnvironment, prefix: str) -> list[str]:
+    """The keys under ``prefix`` in the local bucket."""
+    pages = (
+        environment.s3_client()
+        .get_paginator("list_objects_v2")
+        .paginate(Bucket=DEFAULT_BUCKET, Prefix=prefix)
+    )
+    return [item["Key"] for page in pages for item in page.get("Contents", [])]
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
 from localenv import settings as localenv_settings
 from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment
 from localenv.airflow import RELEASE as AIRFLOW_RELEASE
-from localenv.demo import DAG_ID, run_path, wait_for_dag
+from localenv.demo import DAG_ID, bucket_keys, profiles_line, run_path, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
 from localenv.node import SYSTEM_NODE_LABEL
@@ -474,11 +474,13 @@ def test_the_first_night_runs_kais_suite_and_publishes_it(
     assert first_night.leftovers == NOTHING_LEFT, "its teardown removed its pool, nodes, pods, namespaces"
 
 
-def test_the_first_night_publishes_kais_scheduler_profiles_of_each_scenario(first_night: Night) -> None:
+def test_the_first_night_publishes_kais_scheduler_profiles_of_each_scenario(
+    first_night: Night, local_env: LocalEnvironment
+) -> None:
     """Read from the Pyroscope the night's setup installed, where KAI's scheduler pushed them.
 
     Each file is the profile of KAI's scheduler (its functions in it) that its summary in results.json
-    describes, as ``go tool pprof`` would open it.
+    describes, as ``go tool pprof`` would open it; make demo's line names them.
     """
     published = published_run(first_night.pipeline_run_id)
     keys = published_keys(prefix=RESULTS_PREFIX, run_id=first_night.pipeline_run_id)
@@ -495,6 +497,10 @@ def test_the_first_night_publishes_kais_scheduler_profiles_of_each_scenario(firs
             assert summary.total > 0, f"{scenario} {name}"
             kais = [f for f in function_values(profile, summary.sample_type).cumulative if KAI_MODULE in f]
             assert kais, f"KAI's scheduler's own functions in its {name} profile of {scenario}"
+    folder = f"{RESULTS_PREFIX}{first_night.pipeline_run_id}/"
+    said = profiles_line(bucket_keys(local_env, f"{folder}profiles/"), folder=folder)
+    for scenario in first_night.scenarios:
+        assert f"{scenario}: alloc_space, cpu, inuse_space" in said, said
 
 
 def _suite_results_as_written(

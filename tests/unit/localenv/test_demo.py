@@ -14,6 +14,7 @@ from localenv.demo import (
     DAG_ID,
     follow,
     import_failure,
+    profiles_line,
     run_conf,
     run_path,
     table,
@@ -21,11 +22,30 @@ from localenv.demo import (
     wait_for_dag,
 )
 from localenv.processes import ComponentError
+from localenv.settings import DEFAULT_BUCKET
 
 
 def test_the_demo_links_to_the_runs_page_of_the_trend_view_in_airflows_ui() -> None:
     url = view_url(port=8080, run_id="20261122T020000Z-manual-1a2b3c4d")
     assert url == f"http://localhost:8080/plugin/{UI_ROUTE}{URL_PREFIX}/runs/20261122T020000Z-manual-1a2b3c4d"
+
+
+def test_the_demo_names_each_scenarios_published_profiles_or_that_there_are_none() -> None:
+    folder = "Public/20261122T020000Z-manual-1a2b3c4d/"
+    keys = [
+        f"{folder}profiles/sanity-fill-cluster/cpu.pb.gz",
+        f"{folder}profiles/sanity-fill-cluster/inuse_space.pb.gz",
+        f"{folder}profiles/sanity-fill-cluster/alloc_space.pb.gz",
+        f"{folder}profiles/reclaim/cpu.pb.gz",
+        f"{folder}profiles/reclaim/notes.txt",
+    ]
+    assert profiles_line(keys, folder=folder) == (
+        "profiles:  reclaim: cpu; sanity-fill-cluster: alloc_space, cpu, inuse_space "
+        f"(s3://{DEFAULT_BUCKET}/{folder}profiles/, `go tool pprof` opens them)"
+    )
+    assert (
+        profiles_line([], folder=folder) == "profiles:  none published (the trend view's run page says why)"
+    )
 
 
 def test_the_demo_selects_scenarios_only_when_told_to() -> None:
