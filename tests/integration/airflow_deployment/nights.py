@@ -35,6 +35,7 @@ from kubernetes.client.exceptions import ApiException
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.operators.scenario_pod import scenario_task_id
 from kai_scale.publishing.publisher import publish_run
+from kai_scale.run_id import pipeline_run_id
 from kai_scale.settings import DEFAULT_NAMESPACE, DEFAULT_RUNNER_IMAGE
 from kai_scale_model import labels
 from kai_scale_model.node_pool import NODEPOOL_CRD
@@ -301,7 +302,7 @@ def first_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviron
     """
     run_id = trigger(api, {"node_count": NODE_COUNT, "scenarios": list(FIRST_NIGHT)})
     with marked_failed_on_error(api, run_id):
-        adopted = runner_in(core, run_id, ADOPTED, "Running")
+        adopted = runner_in(api, core, run_id, ADOPTED, "Running")
         worker = _running_worker(api, run_id, ADOPTED)
         (scheduler,) = airflow_pods(core, "scheduler")
         # Killed, so that its job is never ended; then held down (scaling down alone would stop it cleanly).
@@ -309,13 +310,13 @@ def first_night(api: AirflowApi, core: client.CoreV1Api, local_env: LocalEnviron
         local_env.kubectl("scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=0")
         try:
             _kill_worker(local_env, core, worker)
-            runner_in(core, run_id, ADOPTED, "Succeeded")
+            runner_in(api, core, run_id, ADOPTED, "Succeeded")
         finally:
             local_env.kubectl(
                 "scale", "deployment/airflow-scheduler", f"--namespace={NAMESPACE}", "--replicas=1"
             )
 
-        reattached = runner_in(core, run_id, REATTACHED, "Running")
+        reattached = runner_in(api, core, run_id, REATTACHED, "Running")
         _kill_worker(local_env, core, _running_worker(api, run_id, REATTACHED))
         _running_worker(api, run_id, REATTACHED, try_number=2)
         database = local_env.postgres()
@@ -364,13 +365,19 @@ def _kill_processes(local_env: LocalEnvironment, pod: str, *, container: str) ->
     )
 
 
-def runner_in(core: client.CoreV1Api, run_id: str, scenario: str, phase: str) -> client.V1Pod:
-    """The runner pod of the run's scenario, once it is in ``phase``.
+def runner_in(
+    api: AirflowApi, core: client.CoreV1Api, run_id: str, scenario: str, phase: str
+) -> client.V1Pod:
+    """The runner pod of the scenario in the Airflow run ``run_id``, once it is in ``phase``.
 
     A runner that ended otherwise fails at once, and a failure tells what each runner pod was doing:
     its phase, its containers' states and its log's last lines.
     """
-    selector = labels.selector(labels.object_labels(run_id=run_id, scenario=scenario, role=labels.RUNNER))
+    # Runner pods carry the pipeline's run id, which is made of Airflow's and its run_after.
+    run_after = datetime.fromisoformat(str(api.get(run_path(run_id))["run_after"]).replace("Z", "+00:00"))
+    pipeline_run = pipeline_run_id(airflow_run_id=run_id, run_after=run_after)
+    runner = labels.object_labels(run_id=pipeline_run, scenario=scenario, role=labels.RUNNER)
+    selector = labels.selector(runner)
     what = f"{scenario}'s runner pod in phase {phase}"
 
     def found() -> client.V1Pod | None:
@@ -524,7 +531,7 @@ def _without_kai_until_it_did_not_run(
     with _paused(api):
         switch_scheduler(local_env, core, enabled=False)
     try:
-        runner_in(core, run_id, AWAITS_KAI, "Running")
+        runner_in(api, core, run_id, AWAITS_KAI, "Running")
         with _paused(api):
             wait_for(
                 lambda: (
