@@ -374,7 +374,7 @@ def runner_in(
     its phase, its containers' states and its log's last lines.
     """
     # Runner pods carry the pipeline's run id, which is made of Airflow's and its run_after.
-    run_after = datetime.fromisoformat(str(api.get(run_path(run_id))["run_after"]).replace("Z", "+00:00"))
+    run_after = datetime.fromisoformat(str(api.get(run_path(run_id))["run_after"]))  # Python 3.11 reads Z
     pipeline_run = pipeline_run_id(airflow_run_id=run_id, run_after=run_after)
     runner = labels.object_labels(run_id=pipeline_run, scenario=scenario, role=labels.RUNNER)
     selector = labels.selector(runner)
