@@ -8,6 +8,7 @@ kind of refusal can be checked.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -123,4 +124,17 @@ def test_a_closed_port_is_unreachable() -> None:
     with PyroscopeClient(f"http://127.0.0.1:{port}") as client, pytest.raises(PyroscopeError) as failed:
         client.merged_profile(profile_type=CPU, service="kai-scheduler", start=START, end=END)
     assert str(failed.value).startswith(f"Pyroscope at http://127.0.0.1:{port} is unreachable: ")
+    assert failed.value.unreachable
+
+
+def test_a_pyroscope_that_does_not_answer_in_time_is_said_slow_not_unreachable() -> None:
+    """A server that accepts the connection and never answers: the error says how long was waited."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with PyroscopeClient(url, timeout_seconds=0.5) as client, pytest.raises(PyroscopeError) as failed:
+            client.merged_profile(profile_type=CPU, service="kai-scheduler", start=START, end=END)
+    assert str(failed.value) == (
+        f"Pyroscope at {url} did not answer within 0.5 s (ReadTimeout): "
+        "too slow to ask for more profiles this run"
+    )
     assert failed.value.unreachable

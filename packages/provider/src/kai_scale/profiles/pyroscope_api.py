@@ -42,6 +42,7 @@ class PyroscopeClient:
         self, base_url: str, *, bearer_token: str | None = None, timeout_seconds: float = 60
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.timeout_seconds = timeout_seconds
         headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
         try:
             self._http = httpx.Client(
@@ -80,6 +81,14 @@ class PyroscopeClient:
                 content=request,
                 headers={"Content-Type": "application/proto", "Connect-Protocol-Version": "1"},
             )
+        # A Pyroscope that does not answer in time is treated as one that cannot be reached (later
+        # queries are not made to wait again), but said as what it is: slow, not down.
+        except httpx.TimeoutException as error:
+            raise PyroscopeError(
+                f"Pyroscope at {self.base_url} did not answer within {self.timeout_seconds:g} s "
+                f"({type(error).__name__}): too slow to ask for more profiles this run",
+                unreachable=True,
+            ) from error
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             raise PyroscopeError(
                 f"Pyroscope at {self.base_url} is unreachable: {error}", unreachable=True
