@@ -21,7 +21,7 @@ MARGIN ?= 0.2
 # Where `make demo` and `make view` serve the deployed Airflow's UI on loopback (Airflow's own port).
 VIEW_PORT ?= 8080
 
-.PHONY: help venv test check lint typecheck local-deps local-images view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
+.PHONY: help venv test check lint typecheck local-deps local-images images-without-local-binaries view-assets browser local-up local-down local-env local-status demo view bench calibrate lock clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -ts $$'\t'
@@ -58,9 +58,16 @@ check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tes
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
 
-# Before the tests: on a fresh machine these builds outlast a test's 600 s time limit.
-local-images: local-deps ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
+# Before the tests: on a fresh machine these builds outlast a test's 600 s time limit. The images that
+# need none of build.sh's binaries are built beside them: one build alone leaves a core idle about half
+# the time (docs/benchmarks.md); build.sh installs the Debian packages (buildah) both need first.
+local-images: venv ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
+	localenv/build.sh debian-packages
+	$(MAKE) --no-print-directory -j2 local-deps images-without-local-binaries
 	localenv/images.sh --build-only
+
+images-without-local-binaries: venv
+	localenv/images.sh --build-only --without-local-binaries
 
 # The trend view's browser libraries (Apache ECharts; D3 and d3-flame-graph), installed from the npm
 # lock and copied, with their licences, into the provider's static files by the package's build script
@@ -78,7 +85,7 @@ view-assets: $(VIEW_VENDOR)/.built ## the trend view's browser libraries, from p
 browser: ## headless Chromium and its driver for the browser test (Debian's, installed when missing)
 	tools/require_debian_packages.sh chromium=chromium chromedriver=chromium-driver
 
-local-up: local-deps ## start the local cluster (control plane, the real node, registry) and S3 endpoint
+local-up: local-images ## start the local cluster (control plane, the real node, registry) and S3 endpoint
 	$(BIN)/python -m localenv up
 
 demo: local-up ## deploy Airflow (official chart, Postgres, KubernetesExecutor), run the nightly DAG once through its REST API (NODE_COUNT=100, SCENARIOS: the local set), print the results; its UI stays up

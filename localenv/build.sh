@@ -3,6 +3,9 @@
 # into a cache outside the repo, keyed by the pinned versions, so later runs reuse them.
 #
 # Usage: localenv/build.sh            build what is missing, print the bin directory
+#        localenv/build.sh helm       helm alone (make check renders the Airflow chart with it)
+#        localenv/build.sh debian-packages   the Debian packages alone (make local-images installs
+#                                     them first: images.sh, beside this script, needs buildah)
 # Env:   KAI_LOCALENV_CACHE           cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
 set -euo pipefail
 # Each component is built inside $(...), where bash would otherwise turn errexit off.
@@ -226,11 +229,12 @@ build_pause() {
     gcc -Os -Wall -Werror -static "-DVERSION=v$PAUSE_VERSION-kai-scale" -o "$dir.tmp/pause" "$source"
 }
 
-# `build.sh helm`: helm alone, for make check (a unit test renders the Airflow chart with it).
-if [[ "${1:-}" == helm ]]; then
-  build_helm
-  exit 0
-fi
+case "${1:-}" in
+  "") ;;
+  helm) build_helm; exit 0 ;;
+  debian-packages) require_debian_packages; exit 0 ;;
+  *) fail "usage: localenv/build.sh [helm | debian-packages]" ;;
+esac
 
 # One directory of links, so the rest of the environment needs a single path.
 bin_dir="$cache_root/bin/current"

@@ -20,6 +20,8 @@
 #        for ghcr.io's images. Prints what it pushed, one key=value per line (see the end).
 #        localenv/images.sh --build-only   builds into the cache, pushes and prints nothing (make's
 #        local-images: the builds then happen before any test's time limit starts).
+#        localenv/images.sh --build-only --without-local-binaries   builds only what needs none of
+#        localenv/build.sh's binaries (kubectl, Prometheus, helm), so make runs it beside build.sh.
 # Env:   KAI_LOCALENV_CACHE   cache root (default ${XDG_CACHE_HOME:-~/.cache}/kai-scale-pipeline)
 #        KAI_SOURCE           KAI's source: a git checkout, or a `git archive` tarball of a commit
 #                             (default: the snapshot in ../shared/vendor beside the repository)
@@ -95,10 +97,12 @@ pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operato
 # The fake GPU operator's source archive is named by its git tag, v<release>.
 FAKE_GPU_OPERATOR_VERSION="v$FAKE_GPU_OPERATOR_VERSION"
 
-[[ $# -eq 1 && ("$1" == --build-only || "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$) ]] ||
-  fail "usage: localenv/images.sh <registry host:port> | --build-only, e.g. localenv/images.sh 127.0.0.1:5000"
+[[ ($# -eq 1 && ("$1" == --build-only || "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$)) ||
+  "$*" == "--build-only --without-local-binaries" ]] ||
+  fail "usage: localenv/images.sh <registry host:port> | --build-only [--without-local-binaries], e.g. localenv/images.sh 127.0.0.1:5000"
 registry="$1"
 [[ "$registry" == --build-only ]] && registry=""  # no registry: nothing is pushed
+without_local_binaries="${2:+yes}"
 [[ "$KAI_REF" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] ||
   fail "KAI_REF '$KAI_REF' cannot be an image tag (letters, digits, '_', '.', '-'; at most 128)"
 [[ -e "$KAI_SOURCE" ]] ||
@@ -406,13 +410,19 @@ check_kai_source() { # <KAI source dir>
     fail "$KAI_SOURCE is not a KAI source tree: no ${missing[*]} in $1 (KAI_SOURCE must be a KAI checkout or a \`git archive\` of one)"
 }
 
-kai_images() { # <KAI source dir> <commit>
-  local binaries base service tag="${2:0:12}" ldflags
+kai_binaries() { # <KAI source dir> <commit>: prints their directory
+  local binaries tag="${2:0:12}" ldflags
   ldflags="-s -w -X $KAI_VERSION_PKG.gitCommit=$2 -X $KAI_VERSION_PKG.gitVersion=$tag"
   ldflags+=" -X $KAI_VERSION_PKG.gitTreeState=clean -X $KAI_VERSION_PKG.buildDate=1970-01-01T00:00:00Z"
-  [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
   binaries="$images_root/kai-bin/$tag-$(go env GOVERSION)"
   go_binaries "kai-services-$tag" "$1" "$binaries" "$ldflags" "${KAI_SERVICES[@]/#/./cmd/}"
+  echo "$binaries"
+}
+
+kai_images() { # <KAI source dir> <commit>
+  local binaries base service tag="${2:0:12}"
+  [[ -x "$cache_root/bin/current/kubectl" ]] || fail "no kubectl in $cache_root/bin/current: run localenv/build.sh"
+  binaries="$(kai_binaries "$1" "$2")"
   # The hook image's kubectl: the one localenv/build.sh built from the Kubernetes module.
   cp -L "$cache_root/bin/current/kubectl" "$binaries/kubectl"
   base="$(minimal_base)"
@@ -497,6 +507,7 @@ version_ldflags() { # <version> <module version>
   echo "-s -w -X $pkg.Version=$1 -X $pkg.Revision=$2 -X $pkg.Branch=release"
 }
 
+# prometheus-operator's and kube-state-metrics'; Prometheus' is prometheus_image.
 monitoring_images() {
   local base module source binaries nested=() path target
   base="$(minimal_base)"
@@ -516,12 +527,6 @@ monitoring_images() {
     project_image monitoring "$target" "quay.io/prometheus-operator/$target:$PROMETHEUS_OPERATOR_TAG" \
       --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
   done
-  source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_MODULE_VERSION")"
-  binaries="$(dirname "$(readlink -f "$cache_root/bin/current/prometheus")")"
-  [[ -x "$binaries/promtool" && "$("$binaries/prometheus" --version)" == *"version ${PROMETHEUS_TAG#v} "* ]] ||
-    fail "no Prometheus ${PROMETHEUS_TAG#v} and its promtool in $cache_root/bin/current: run localenv/build.sh"
-  project_image monitoring prometheus "quay.io/prometheus/prometheus:$PROMETHEUS_TAG" \
-    --build-context "bin=$binaries" --build-context "prometheus-source=$source" --build-arg "BASE_IMAGE=$base"
   # Its main package is the module's root, and go build names the binary kube-state-metrics (its path
   # less the major version). The step's file is then ".": its directory exists only once it is built.
   source="$(module_dir "$KUBE_STATE_METRICS_MODULE" "$KUBE_STATE_METRICS_VERSION")"
@@ -531,6 +536,19 @@ monitoring_images() {
   project_image monitoring kube-state-metrics \
     "registry.k8s.io/kube-state-metrics/kube-state-metrics:$KUBE_STATE_METRICS_VERSION" \
     --build-context "bin=$binaries" --build-arg "BASE_IMAGE=$base"
+}
+
+# Of the binaries localenv/build.sh builds (kwokctl runs them too) and the module's configuration and
+# console files.
+prometheus_image() {
+  local source binaries
+  source="$(module_dir "$PROMETHEUS_MODULE" "$PROMETHEUS_MODULE_VERSION")"
+  binaries="$(dirname "$(readlink -f "$cache_root/bin/current/prometheus")")"
+  [[ -x "$binaries/promtool" && "$("$binaries/prometheus" --version)" == *"version ${PROMETHEUS_TAG#v} "* ]] ||
+    fail "no Prometheus ${PROMETHEUS_TAG#v} and its promtool in $cache_root/bin/current: run localenv/build.sh"
+  project_image monitoring prometheus "quay.io/prometheus/prometheus:$PROMETHEUS_TAG" \
+    --build-context "bin=$binaries" --build-context "prometheus-source=$source" \
+    --build-arg "BASE_IMAGE=$(minimal_base)"
 }
 
 # --- The fake GPU operator's images ---
@@ -700,7 +718,9 @@ commit="$(kai_commit_of_source)"
 source_dir="$(kai_source_dir "$commit")"
 check_kai_source "$source_dir"
 check_go_version "$source_dir"
-kai_images "$source_dir" "$commit"
+# First what needs none of localenv/build.sh's binaries (make local-images builds it beside them); the
+# runner after KAI's services, whose compiled packages its suite reuses.
+kai_binaries "$source_dir" "$commit" >/dev/null
 fake_gpu_operator_images
 kwok_operator_images
 monitoring_images
@@ -708,8 +728,13 @@ pyroscope_image
 go_image="$(go_base)"
 python_image="$(python_base)"
 runner="$(runner_image "$source_dir" "$commit" "$go_image" "$python_image")"
-airflow_reference="$(airflow_image)"
+airflow_base_image
+node_base >/dev/null
 statsd_exporter_image
+[[ -n "$without_local_binaries" ]] && exit 0
+kai_images "$source_dir" "$commit"
+prometheus_image
+airflow_reference="$(airflow_image)"
 [[ -n "$registry" ]] || exit 0
 # What was pushed, for localenv/kai.py (one key=value per line).
 runner_reference="$(push_runner "$runner")"

@@ -15,10 +15,17 @@ def _pinned_kubernetes() -> str:
     return go_mod[go_mod.index("k8s.io/kubernetes") + 1]
 
 
-def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(BUILD)], env=env, capture_output=True, text=True, timeout=120, check=False
+        ["bash", str(BUILD), *arguments], env=env, capture_output=True, text=True, timeout=120, check=False
     )
+
+
+def test_an_unknown_argument_prints_the_usage(tmp_path: Path) -> None:
+    result = _run({**os.environ, "KAI_LOCALENV_CACHE": str(tmp_path)}, "images")
+    assert result.returncode == 1
+    assert "usage: localenv/build.sh [helm | debian-packages]" in result.stderr
+    assert not (tmp_path / "bin").exists()
 
 
 def test_missing_go_toolchain_is_named(tmp_path: Path) -> None:

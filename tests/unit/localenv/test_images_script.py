@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 IMAGES = Path(__file__).resolve().parents[3] / "localenv" / "images.sh"
 
 
@@ -33,6 +35,14 @@ def test_building_without_a_registry_is_asked_for_by_name(tmp_path: Path) -> Non
     assert result.returncode == 1
     assert "usage:" not in result.stderr
     assert f"no KAI source at {missing}: set KAI_SOURCE" in result.stderr
+
+
+def test_a_second_argument_other_than_without_local_binaries_prints_the_usage(tmp_path: Path) -> None:
+    result = _run("--build-only", "--fast", KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
+    assert result.returncode == 1
+    assert "usage: localenv/images.sh <registry host:port> | --build-only [--without-local-binaries]" in (
+        result.stderr
+    )
 
 
 def test_a_missing_kai_source_is_named(tmp_path: Path) -> None:
@@ -66,13 +76,16 @@ def test_a_source_tree_that_is_not_kais_is_named(tmp_path: Path) -> None:
     assert not (tmp_path / "cache" / "images" / "kai-bin").exists()
 
 
-def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("arguments", [("127.0.0.1:5000",), ("--build-only", "--without-local-binaries")])
+def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(
+    tmp_path: Path, arguments: tuple[str, ...]
+) -> None:
     """A KAI source tree whose operator does not compile: the error names KAI's build and its log.
 
     The log holds the compiler's message, and no half-built binaries stay in the cache. The tree is a
     minimal module of KAI's layout (each service a main package), built with the real Go toolchain.
-    ``bin/current/kubectl`` is only an executable file: images.sh checks for it before the build and
-    copies it after, which this build never reaches.
+    Its services compile before anything needs localenv/build.sh's binaries (the cache has none), so
+    make local-images compiles them beside build.sh.
     """
     source = tmp_path / "kai"
     (source / "deployments" / "kai-scheduler" / "crds").mkdir(parents=True)
@@ -88,14 +101,8 @@ def test_a_kai_build_that_fails_names_kai_and_its_log_and_keeps_nothing(tmp_path
     (source / "cmd" / "operator").mkdir()
     (source / "cmd" / "operator" / "main.go").write_text("package main\n\nfunc main() { undefinedCall() }\n")
     cache = tmp_path / "cache"
-    kubectl = cache / "bin" / "current" / "kubectl"
-    kubectl.parent.mkdir(parents=True)
-    kubectl.write_text("#!/bin/sh\n")
-    kubectl.chmod(0o755)
 
-    result = _run(
-        "127.0.0.1:5000", KAI_SOURCE=str(source), KAI_COMMIT="ab" * 20, KAI_LOCALENV_CACHE=str(cache)
-    )
+    result = _run(*arguments, KAI_SOURCE=str(source), KAI_COMMIT="ab" * 20, KAI_LOCALENV_CACHE=str(cache))
 
     log = cache / "build-logs" / "kai-services-abababababab.log"
     assert result.returncode == 1
