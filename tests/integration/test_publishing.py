@@ -99,7 +99,7 @@ def test_a_run_is_published_with_its_objects_and_entry(prefix: str) -> None:
 
 
 def test_a_runs_files_are_published_beside_its_results_as_they_are(prefix: str) -> None:
-    """Such as its profiles: binary, copied byte for byte; one that is gone is left out."""
+    """Such as its profiles: binary, copied byte for byte; one that is gone is left out, and named."""
     store = _store()
     profile = bytes(range(256)) * 64
     store.write_bytes(key=f"{prefix}in/cpu.pb.gz", data=profile, content_type="application/octet-stream")
@@ -112,6 +112,7 @@ def test_a_runs_files_are_published_beside_its_results_as_they_are(prefix: str) 
     assert store.read_bytes(published.keys.beside("profiles/a/cpu.pb.gz")) == profile
     assert published.keys.beside("profiles/a/cpu.pb.gz") == f"{prefix}r1/profiles/a/cpu.pb.gz"
     assert not store.exists(published.keys.beside("profiles/a/gone.pb.gz"))
+    assert published.left_out == ["profiles/a/gone.pb.gz"]
     assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
 
 

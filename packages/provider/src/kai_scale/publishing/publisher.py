@@ -45,6 +45,8 @@ class PublishedRun:
     """Conditional writes it took to add the entry (1 without contention)."""
     problems: list[str]
     """Ginkgo reports left out of the merged ginkgo-report.json, and why."""
+    left_out: list[str]
+    """The run's files (``files``) that were gone from the bucket, so not published."""
 
 
 def publish_run(
@@ -66,9 +68,11 @@ def publish_run(
 
     :param ginkgo_report_keys: each scenario's Ginkgo report key (None when it has none).
     :param files: more files of the run, copied as they are: the key of each, by its name relative to
-        the run's folder (e.g. ``profiles/<scenario>/cpu.pb.gz``); one that is gone is left out.
+        the run's folder (e.g. ``profiles/<scenario>/cpu.pb.gz``); one that is gone is left out (and
+        named in ``left_out``).
     """
     keys = published_keys(prefix=prefix, run_id=run_id)
+    left_out: list[str] = []
     try:
         with tempfile.SpooledTemporaryFile(max_size=REPORT_MEMORY_BYTES) as report:
             problems = merge_reports(
@@ -80,7 +84,9 @@ def publish_run(
             bucket.upload(key=keys.ginkgo_report, fileobj=report)
         for file, source in files.items():
             data = bucket.read_bytes(source)
-            if data is not None:
+            if data is None:
+                left_out.append(file)
+            else:
                 bucket.write_bytes(key=keys.beside(file), data=data, content_type=BINARY_CONTENT_TYPE)
         bucket.write_text(key=keys.metrics, text=metrics_text)
         bucket.write_text(key=keys.verdicts, text=json.dumps(verdicts, indent=2))
@@ -94,7 +100,11 @@ def publish_run(
             "check the bucket, its endpoint and the credentials of the AWS connection, then clear this task"
         ) from error
     return PublishedRun(
-        keys=keys, manifest_key=manifest_key(prefix), manifest_attempts=attempts, problems=problems
+        keys=keys,
+        manifest_key=manifest_key(prefix),
+        manifest_attempts=attempts,
+        problems=problems,
+        left_out=left_out,
     )
 
 

@@ -206,6 +206,15 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         where,
         published.manifest_key,
     )
+    # A profile is never worth failing a night for (docs/results.md): one gone from the bucket since
+    # collect_profiles wrote it is only said.
+    for file in published.left_out:
+        log.warning(
+            "%s was gone from s3://%s/%s, so it is not published",
+            file,
+            settings.results_bucket,
+            run_file_key(run_id, file),
+        )
     problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status in ("failure", "not_run")]
     problems += published.problems
     if unreadable is not None:
