@@ -58,12 +58,15 @@ check: lint typecheck ## the fast loop: lint, types, unit, DAG and packaging tes
 local-deps: venv ## build (once, cached) the control plane, Prometheus and helm from Go modules
 	localenv/build.sh >/dev/null
 
+# Two jobs, unless make was given its own -j (a sub-make that forces one leaves the jobserver).
+SIDE_BY_SIDE = $(if $(filter -j%,$(MAKEFLAGS)),,-j2)
+
 # Before the tests: on a fresh machine these builds outlast a test's 600 s time limit. The images that
 # need none of build.sh's binaries are built beside them: one build alone leaves a core idle about half
 # the time (docs/benchmarks.md); build.sh installs the Debian packages (buildah) both need first.
 local-images: venv ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
 	localenv/build.sh debian-packages
-	$(MAKE) --no-print-directory -j2 local-deps images-without-local-binaries
+	$(MAKE) --no-print-directory $(SIDE_BY_SIDE) local-deps images-without-local-binaries
 	localenv/images.sh --build-only
 
 images-without-local-binaries: venv

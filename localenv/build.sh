@@ -46,7 +46,7 @@ fail() {
   exit 1
 }
 
-command -v go >/dev/null 2>&1 ||
+[[ "${1:-}" == debian-packages ]] || command -v go >/dev/null 2>&1 ||
   fail "no Go toolchain on PATH: install Go >= 1.26 (kwok needs it) and retry"
 
 # A version pinned in include/manifests/installs.yaml or localenv/pins.py, read by the venv's Python.

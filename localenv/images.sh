@@ -98,7 +98,7 @@ pinned="$("$python" -m localenv.pins runner-image fake-gpu-operator kwok-operato
 FAKE_GPU_OPERATOR_VERSION="v$FAKE_GPU_OPERATOR_VERSION"
 
 [[ ($# -eq 1 && ("$1" == --build-only || "$1" =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$)) ||
-  "$*" == "--build-only --without-local-binaries" ]] ||
+  ($# -eq 2 && "$1" == --build-only && "$2" == --without-local-binaries) ]] ||
   fail "usage: localenv/images.sh <registry host:port> | --build-only [--without-local-binaries], e.g. localenv/images.sh 127.0.0.1:5000"
 registry="$1"
 [[ "$registry" == --build-only ]] && registry=""  # no registry: nothing is pushed
@@ -317,7 +317,7 @@ build_runner() { # <image> <KAI source dir> <KAI commit> <go base> <python base>
   # crun refuses this machine's hybrid cgroup hierarchy, and a build needs no cgroups. The host's module
   # and build caches are mounted into the RUN steps, never into the image: the suite is built with
   # -trimpath, so where the host's Go is the go base's (GO_VERSION) it reuses what KAI's services
-  # compiled (kai_images, before it).
+  # compiled (kai_binaries, before it).
   in_store build --format docker --isolation chroot --network host --pull=never \
     --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$go_cache:/root/.cache/go-build" \
     --volume "$CA_BUNDLE:$CA_BUNDLE:ro" \

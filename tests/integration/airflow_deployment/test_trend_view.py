@@ -195,15 +195,22 @@ def _reload_by(browser: webdriver.Chrome, control: WebElement) -> None:
     """
     browser.execute_script("window.kaiOldPage = true")
     control.click()
+    refusals: list[WebDriverException] = []
 
     def replaced() -> bool:
         try:
             return browser.execute_script("return window.kaiOldPage === undefined") is True
         # Between the two documents there is no window to ask; the next probe asks the new one.
-        except WebDriverException:
+        except WebDriverException as refused:
+            refusals[:] = [refused]
             return False
 
-    wait_for(replaced, timeout=30, what="the next page to load")
+    try:
+        wait_for(replaced, timeout=30, what="the next page to load")
+    except AssertionError as timed_out:
+        if not refusals:
+            raise
+        raise AssertionError(f"{timed_out}; the browser's last refusal: {refusals[0].msg}") from timed_out
     _element(browser, "main")
 
 

@@ -37,8 +37,16 @@ def test_building_without_a_registry_is_asked_for_by_name(tmp_path: Path) -> Non
     assert f"no KAI source at {missing}: set KAI_SOURCE" in result.stderr
 
 
-def test_a_second_argument_other_than_without_local_binaries_prints_the_usage(tmp_path: Path) -> None:
-    result = _run("--build-only", "--fast", KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("--build-only", "--fast"),
+        ("--without-local-binaries", "--build-only"),
+        ("--build-only --without-local-binaries",),
+    ],
+)
+def test_arguments_other_than_the_usages_print_the_usage(tmp_path: Path, arguments: tuple[str, ...]) -> None:
+    result = _run(*arguments, KAI_LOCALENV_CACHE=str(tmp_path / "cache"))
     assert result.returncode == 1
     assert "usage: localenv/images.sh <registry host:port> | --build-only [--without-local-binaries]" in (
         result.stderr

@@ -138,3 +138,22 @@ def test_a_pyroscope_that_does_not_answer_in_time_is_said_slow_not_unreachable()
         "too slow to ask for more profiles this run"
     )
     assert failed.value.unreachable
+
+
+def test_a_pyroscope_whose_connections_time_out_is_unreachable() -> None:
+    """A listening socket whose accept queue is full: the kernel drops the next connection's SYN."""
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as full:
+        port = full.getsockname()[1]
+        queued = [socket.socket() for _ in range(3)]
+        for waiting in queued:
+            waiting.setblocking(False)
+            waiting.connect_ex(("127.0.0.1", port))
+        try:
+            client = PyroscopeClient(f"http://127.0.0.1:{port}", timeout_seconds=0.5)
+            with client, pytest.raises(PyroscopeError) as failed:
+                client.merged_profile(profile_type=CPU, service="kai-scheduler", start=START, end=END)
+        finally:
+            for waiting in queued:
+                waiting.close()
+    assert str(failed.value) == f"Pyroscope at http://127.0.0.1:{port} is unreachable: timed out"
+    assert failed.value.unreachable

@@ -81,9 +81,10 @@ class PyroscopeClient:
                 content=request,
                 headers={"Content-Type": "application/proto", "Connect-Protocol-Version": "1"},
             )
-        # A Pyroscope that does not answer in time is treated as one that cannot be reached (later
-        # queries are not made to wait again), but said as what it is: slow, not down.
-        except httpx.TimeoutException as error:
+        # A Pyroscope that took the query but does not answer in time is treated as one that cannot be
+        # reached (later queries are not made to wait again), but said as what it is: slow, not down.
+        # (A connection that times out is unreachable, after the transport's retries.)
+        except (httpx.ReadTimeout, httpx.WriteTimeout) as error:
             raise PyroscopeError(
                 f"Pyroscope at {self.base_url} did not answer within {self.timeout_seconds:g} s "
                 f"({type(error).__name__}): too slow to ask for more profiles this run",
