@@ -62,8 +62,9 @@ local-deps: venv ## build (once, cached) the control plane, Prometheus and helm 
 SIDE_BY_SIDE = $(if $(filter -j%,$(MAKEFLAGS)),,-j2)
 
 # Before the tests: on a fresh machine these builds outlast a test's 600 s time limit. The images that
-# need none of build.sh's binaries are built beside them: one build alone leaves a core idle about half
-# the time (docs/benchmarks.md); build.sh installs the Debian packages (buildah) both need first.
+# need none of build.sh's binaries are built beside them: one after another they leave a core idle at
+# times (cold: 38 min 51 s, side by side 33 min 10 s, docs/benchmarks.md); build.sh installs the Debian
+# packages (buildah) both need first.
 local-images: venv ## build (once, cached) the images the local environment runs: KAI, the runner, Airflow, ...
 	localenv/build.sh debian-packages
 	$(MAKE) --no-print-directory $(SIDE_BY_SIDE) local-deps images-without-local-binaries
