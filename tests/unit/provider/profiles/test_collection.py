@@ -20,6 +20,7 @@ from kai_scale.profiles.collection import (
     profile_files,
     profiles_to_publish,
     queryable_at,
+    without_gone_files,
 )
 from kai_scale.profiles.pprof import ProfileMessage, decode_profile
 from kai_scale.profiles.pyroscope_api import PyroscopeClient, PyroscopeError
@@ -149,6 +150,31 @@ def test_publishing_reads_the_document_and_names_its_files() -> None:
     )
     assert document.scenarios["fill"] == entry
     assert profile_files(document) == ["profiles/fill/cpu.pb.gz", "profiles/fill/alloc_space.pb.gz"]
+
+
+def test_a_profile_whose_file_is_gone_at_publishing_is_published_as_missing() -> None:
+    both = _answers({"cpu": CPU, "alloc_space": HEAP_RAW, "inuse_space": PyroscopeError("timed out")})
+    fill = collect_scenario(both, scenario="fill", service=SERVICE, window=WINDOW).entry
+    only_cpu = _answers({"cpu": CPU, "alloc_space": b"", "inuse_space": b""})
+    reclaim = collect_scenario(only_cpu, scenario="reclaim", service=SERVICE, window=WINDOW).entry
+    document = RunProfiles(run_id="r1", scenarios={"fill": fill, "reclaim": reclaim})
+    assert without_gone_files(document, []) is document
+
+    gone = without_gone_files(document, ["profiles/fill/cpu.pb.gz", "profiles/reclaim/cpu.pb.gz"])
+
+    assert profile_files(gone) == ["profiles/fill/alloc_space.pb.gz"]
+    cpu = gone.scenarios["fill"].profiles["cpu"]
+    assert cpu == MissingProfile(
+        status="missing", reason="its file profiles/fill/cpu.pb.gz was gone from the bucket at publishing"
+    )
+    assert gone.scenarios["fill"].profiles["alloc_space"] == fill.profiles["alloc_space"]
+    assert (gone.scenarios["fill"].status, gone.scenarios["fill"].reason) == (
+        "partial",
+        "not collected: cpu, inuse_space",
+    )
+    assert gone.scenarios["reclaim"].status == "missing"
+    assert gone.scenarios["reclaim"].window == reclaim.window
+    assert RunProfiles.read(gone.model_dump_json(), source="test") == gone, "still a valid document"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ that cannot be read is recorded as missing, never a failed run.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Final, Literal
@@ -151,15 +151,22 @@ def collect_scenario(
         file = profile_file(scenario, name)
         files[file] = data if data.startswith(GZIP_MAGIC) else gzip.compress(data, mtime=0)
         profiles[name] = CollectedProfile(status="collected", file=file, summary=summary)
-    missing = [name for name, entry in profiles.items() if entry.status == "missing"]
-    status: Literal["collected", "partial", "missing"] = (
-        "collected" if not missing else "missing" if len(missing) == len(profiles) else "partial"
-    )
-    reason = f"not collected: {', '.join(missing)}" if missing else None
+    status, reason = _scenario_state(profiles)
     entry = ScenarioProfiles(
         status=status, reason=reason, service=service, window=window.to_entry(), profiles=profiles
     )
     return CollectedScenario(entry=entry, files=files)
+
+
+def _scenario_state(
+    profiles: Mapping[str, CollectedProfile | MissingProfile],
+) -> tuple[Literal["collected", "partial", "missing"], str | None]:
+    """A scenario's status and reason from its profiles: which of them are missing."""
+    missing = [name for name, entry in profiles.items() if entry.status == "missing"]
+    status: Literal["collected", "partial", "missing"] = (
+        "collected" if not missing else "missing" if len(missing) == len(profiles) else "partial"
+    )
+    return status, f"not collected: {', '.join(missing)}" if missing else None
 
 
 def missing_scenario(
@@ -205,6 +212,34 @@ def profiles_to_publish(text: str | None, *, run_id: str, scenarios: list[str], 
         return unwritten_profiles(
             run_id=run_id, scenarios=scenarios, service=kai.SCHEDULER_NAME, reason=f"unreadable: {error}"
         )
+
+
+def without_gone_files(document: RunProfiles, gone: Collection[str]) -> RunProfiles:
+    """The document with each collected profile whose file is in ``gone`` marked missing, saying so.
+
+    A file written by collect_metrics can be gone by the time the run is published (a lifecycle rule,
+    a person); the run's documents then list no profile that cannot be downloaded.
+    """
+    if not gone:
+        return document
+    scenarios = {}
+    for name, scenario in document.scenarios.items():
+        profiles: dict[str, CollectedProfile | MissingProfile] = {
+            kind: MissingProfile(
+                status="missing", reason=f"its file {entry.file} was gone from the bucket at publishing"
+            )
+            if entry.status == "collected" and entry.file in gone
+            else entry
+            for kind, entry in scenario.profiles.items()
+        }
+        status, reason = _scenario_state(profiles)
+        changed = profiles != scenario.profiles
+        scenarios[name] = (
+            scenario.model_copy(update={"profiles": profiles, "status": status, "reason": reason})
+            if changed
+            else scenario
+        )
+    return document.model_copy(update={"scenarios": scenarios})
 
 
 def profile_files(document: RunProfiles) -> list[str]:

@@ -22,7 +22,7 @@ from kai_scale.object_keys import (
 )
 from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
 from kai_scale.params import image_reference
-from kai_scale.profiles.collection import profile_files, profiles_to_publish
+from kai_scale.profiles.collection import profile_files, profiles_to_publish, without_gone_files
 from kai_scale.publishing.publisher import publish_run
 from kai_scale.publishing.results_document import (
     RunMetadata,
@@ -138,6 +138,17 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         scenarios=[s.name for s in selected],
         source=f"s3://{settings.results_bucket}/{run_profiles_key(run_id)}",
     )
+    with bucket.errors_named(f"check the profile files of run {run_id}"):
+        gone = [file for file in profile_files(profiles) if not bucket.exists(run_file_key(run_id, file))]
+    for file in gone:
+        # A profile is never worth failing a night for (docs/results.md): it is published as missing.
+        log.warning(
+            "%s was gone from s3://%s/%s: published as missing",
+            file,
+            settings.results_bucket,
+            run_file_key(run_id, file),
+        )
+    profiles = without_gone_files(profiles, gone)
     results = results_document(metadata=metadata, entries=entries, profiles=profiles)
     metrics, unreadable = metrics_to_publish(
         metrics_text,
@@ -206,8 +217,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         where,
         published.manifest_key,
     )
-    # A profile is never worth failing a night for (docs/results.md): one gone from the bucket since
-    # collect_profiles wrote it is only said.
+    # Gone between the check above and its copy: results.json still names it.
     for file in published.left_out:
         log.warning(
             "%s was gone from s3://%s/%s, so it is not published",
