@@ -501,6 +501,21 @@ def test_a_runs_profiles_show_what_grew_draw_as_flame_graphs_and_download(
     )
     browser.save_screenshot(str(tmp_path / "one-run-profiles.png"))
 
+    # d3-flame-graph draws at a fixed width: a narrower window redraws it at its box's new width.
+    drawn_at = int(flame.get_attribute("data-width") or 0)
+    size = browser.get_window_size()
+    browser.set_window_size(size["width"] - 300, size["height"])
+    try:
+        wait_for(
+            lambda: 0 < int(flame.get_attribute("data-width") or 0) < drawn_at,
+            timeout=30,
+            what=f"the flame graph drawn at {drawn_at} px redrawn narrower",
+        )
+        svg = flame.find_element(By.CSS_SELECTOR, "svg")
+        assert svg.get_attribute("width") == flame.get_attribute("data-width")
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
     link = profiles.find_element(By.CSS_SELECTOR, "a.profile-download")
     downloaded = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"

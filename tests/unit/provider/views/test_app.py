@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -274,6 +275,16 @@ def test_without_a_chart_library_the_pages_say_how_to_build_it(
         page = client.get("/airflow/scale-tests/runs").text
     assert "<code>make view-assets</code>" in page
     assert f'data-run-id="{RUN_IDS[0]}"' in page, "the tables work without it"
+
+
+def test_each_page_loads_only_the_chart_libraries_it_draws_with(client: TestClient) -> None:
+    def libraries(path: str) -> set[str]:
+        return set(re.findall(r'/static/vendor/([\w.-]+)"', client.get(path).text))
+
+    assert libraries("/airflow/scale-tests/runs") == set()
+    assert libraries("/airflow/scale-tests/trends") == {"echarts.min.js"}
+    flame = {"d3-flamegraph.css", "d3.min.js", "d3-flamegraph.min.js"}
+    assert libraries(f"/airflow/scale-tests/runs/{RUN_IDS[0]}") == {"echarts.min.js", *flame}
 
 
 PROFILED = RUN_IDS[2]

@@ -179,11 +179,16 @@ function profileAmount(value, unit) {
   return `${value} ${unit}`;
 }
 
+function flameWidth(box) {
+  return Math.max(box.clientWidth, 320);
+}
+
 function drawFlame(box, graph) {
   box.replaceChildren();
   const total = graph.total || 1;
+  const width = flameWidth(box);
   const chart = flamegraph.default()
-    .width(Math.max(box.clientWidth, 320))
+    .width(width)
     .cellHeight(18)
     .transitionDuration(0)
     .minFrameSize(1)
@@ -191,12 +196,23 @@ function drawFlame(box, graph) {
       `(${((100 * node.value) / total).toFixed(1)} % of ${graph.sample_type})`);
   d3.select(box).datum(graph.root).call(chart);
   box.dataset.frames = box.querySelectorAll("svg g").length;
+  box.dataset.width = width;
   box.dataset.rendered = "true";
 }
 
 function draw(box, data) {
   if (box.dataset.kind === "flame") {
     drawFlame(box, data);
+    // d3-flame-graph draws at a fixed width: redrawn at the box's new one once a resize settles.
+    let settling;
+    window.addEventListener("resize", () => {
+      clearTimeout(settling);
+      settling = setTimeout(() => {
+        if (flameWidth(box) !== Number(box.dataset.width)) {
+          drawFlame(box, data);
+        }
+      }, 200);
+    });
     return;
   }
   box.replaceChildren();
