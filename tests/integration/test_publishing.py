@@ -22,10 +22,11 @@ from kai_scale.profiles.collection import (
     RunProfiles,
     ScenarioProfiles,
     profile_file,
+    profile_files,
 )
 from kai_scale.profiles.summary import summarize
 from kai_scale.publishing.manifest import ManifestError
-from kai_scale.publishing.publisher import PublishedRun, PublishError, publish_run
+from kai_scale.publishing.publisher import PublishedRun, PublishError, profiles_still_in_bucket, publish_run
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
@@ -114,6 +115,37 @@ def test_a_runs_files_are_published_beside_its_results_as_they_are(prefix: str) 
     assert not store.exists(published.keys.beside("profiles/a/gone.pb.gz"))
     assert published.left_out == ["profiles/a/gone.pb.gz"]
     assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
+
+
+def test_a_profile_whose_file_is_gone_from_the_run_is_published_as_missing() -> None:
+    store = _store()
+    run_id = f"20260099-scheduled-{uuid.uuid4().hex[:8]}"
+    kept, gone = profile_file("fill", CPU_PROFILE), profile_file("fill", "inuse_space")
+    summary = summarize(fixture(HEAVY3), "cpu")
+    store.write_bytes(
+        key=run_file_key(run_id, kept), data=HEAVY3.read_bytes(), content_type="application/gzip"
+    )
+    fill = ScenarioProfiles(
+        status="collected",
+        reason=None,
+        service="kai-scheduler",
+        window=None,
+        profiles={
+            CPU_PROFILE: CollectedProfile(status="collected", file=kept, summary=summary),
+            "inuse_space": CollectedProfile(status="collected", file=gone, summary=summary),
+        },
+    )
+
+    profiles, named = profiles_still_in_bucket(
+        store, run_id=run_id, profiles=RunProfiles(run_id=run_id, scenarios={"fill": fill})
+    )
+
+    assert named == [gone]
+    assert profile_files(profiles) == [kept]
+    assert (profiles.scenarios["fill"].status, profiles.scenarios["fill"].reason) == (
+        "partial",
+        "not collected: inuse_space",
+    )
 
 
 def test_publishing_a_run_again_updates_it_in_place(prefix: str) -> None:

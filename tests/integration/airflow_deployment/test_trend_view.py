@@ -511,8 +511,13 @@ def test_a_runs_profiles_show_what_grew_draw_as_flame_graphs_and_download(
             timeout=30,
             what=f"the flame graph drawn at {drawn_at} px redrawn narrower",
         )
-        svg = flame.find_element(By.CSS_SELECTOR, "svg")
-        assert svg.get_attribute("width") == flame.get_attribute("data-width")
+        # Read together: a later redraw cannot come between the two.
+        drawn = browser.execute_script(
+            "const box = arguments[0];"
+            "return [box.querySelector('svg').getAttribute('width'), box.dataset.width]",
+            flame,
+        )
+        assert drawn[0] == drawn[1], drawn
     finally:
         browser.set_window_size(size["width"], size["height"])
 

@@ -18,7 +18,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from kai_scale.hooks.results_bucket import BINARY_CONTENT_TYPE, ObjectChanged, ResultsBucketHook
-from kai_scale.object_keys import PublishedKeys, manifest_key, published_keys
+from kai_scale.object_keys import PublishedKeys, manifest_key, published_keys, run_file_key
+from kai_scale.profiles.collection import RunProfiles, profile_files, without_gone_files
 from kai_scale.publishing.manifest import empty_manifest, manifest_text, parse_manifest, upsert_run
 from kai_scale.publishing.reports import merge_reports
 
@@ -47,6 +48,17 @@ class PublishedRun:
     """Ginkgo reports left out of the merged ginkgo-report.json, and why."""
     left_out: list[str]
     """The run's files (``files``) that were gone from the bucket, so not published."""
+
+
+def profiles_still_in_bucket(
+    bucket: ResultsBucketHook, *, run_id: str, profiles: RunProfiles
+) -> tuple[RunProfiles, list[str]]:
+    """``profiles`` with each collected profile whose file is gone from the run's folder marked missing.
+
+    Also the files that were gone (relative to the run's folder), for the log. Bucket errors are raised.
+    """
+    gone = [file for file in profile_files(profiles) if not bucket.exists(run_file_key(run_id, file))]
+    return without_gone_files(profiles, gone), gone
 
 
 def publish_run(

@@ -22,8 +22,8 @@ from kai_scale.object_keys import (
 )
 from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
 from kai_scale.params import image_reference
-from kai_scale.profiles.collection import profile_files, profiles_to_publish, without_gone_files
-from kai_scale.publishing.publisher import publish_run
+from kai_scale.profiles.collection import profile_files, profiles_to_publish
+from kai_scale.publishing.publisher import profiles_still_in_bucket, publish_run
 from kai_scale.publishing.results_document import (
     RunMetadata,
     commit_hash,
@@ -139,7 +139,7 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         source=f"s3://{settings.results_bucket}/{run_profiles_key(run_id)}",
     )
     with bucket.errors_named(f"check the profile files of run {run_id}"):
-        gone = [file for file in profile_files(profiles) if not bucket.exists(run_file_key(run_id, file))]
+        profiles, gone = profiles_still_in_bucket(bucket, run_id=run_id, profiles=profiles)
     for file in gone:
         # A profile is never worth failing a night for (docs/results.md): it is published as missing.
         log.warning(
@@ -148,7 +148,6 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
             settings.results_bucket,
             run_file_key(run_id, file),
         )
-    profiles = without_gone_files(profiles, gone)
     results = results_document(metadata=metadata, entries=entries, profiles=profiles)
     metrics, unreadable = metrics_to_publish(
         metrics_text,

@@ -209,7 +209,11 @@ function draw(box, data) {
       clearTimeout(settling);
       settling = setTimeout(() => {
         if (flameWidth(box) !== Number(box.dataset.width)) {
-          drawFlame(box, data);
+          try {
+            drawFlame(box, data);
+          } catch (error) {
+            showError(box, error);
+          }
         }
       }, 200);
     });
@@ -254,14 +258,18 @@ async function load(box) {
     }
     draw(box, await response.json());
   } catch (error) {
-    // A library that failed mid-draw may have replaced the box's status line: a new one says why.
-    const status = document.createElement("p");
-    status.className = "chart-status";
-    status.textContent = `Could not load this chart: ${error.message}`;
-    box.replaceChildren(status);
-    box.classList.add("chart-error");
-    box.dataset.rendered = "error";
+    showError(box, error);
   }
+}
+
+function showError(box, error) {
+  // A library that failed mid-draw may have replaced the box's status line: a new one says why.
+  const status = document.createElement("p");
+  status.className = "chart-status";
+  status.textContent = `Could not load this chart: ${error.message}`;
+  box.replaceChildren(status);
+  box.classList.add("chart-error");
+  box.dataset.rendered = "error";
 }
 
 const inView = new IntersectionObserver(
