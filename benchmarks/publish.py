@@ -114,7 +114,6 @@ def _measure(store: Any, options: argparse.Namespace) -> None:
             metrics_text=_metrics(entry["run_id"]),
             verdicts={"run_id": entry["run_id"], "verdict": "pass", "reasons": [], "tests": {}},
             ginkgo_report_keys={"s": ginkgo_report_key},
-            files={},
             entry=entry,
         )
 

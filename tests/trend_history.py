@@ -24,7 +24,7 @@ from kai_scale.profiles.collection import (
     profile_file,
 )
 from kai_scale.profiles.summary import summarize
-from kai_scale.publishing.publisher import publish_run
+from kai_scale.publishing.publisher import copy_run_files, publish_run
 from kai_scale.publishing.results_document import RunMetadata, manifest_entry, results_document, timestamp
 from kai_scale.publishing.run_summary import ScenarioEntry, run_summary
 from kai_scale.publishing.verdicts_step import judge_run
@@ -232,22 +232,22 @@ def _metrics(run_id: str, entries: list[ScenarioEntry]) -> dict[str, Any]:
     return {"run_id": run_id, "prometheus": None, "step_seconds": 15.0, "scenarios": scenarios}
 
 
-def _profiles(store: ResultsBucketHook, run_id: str, index: int) -> tuple[RunProfiles, dict[str, str]]:
-    """The run's profiles document, and its files by key under ``runs/``, as collect_metrics leaves them.
+def _profiles(store: ResultsBucketHook, run_id: str, index: int) -> tuple[RunProfiles, list[str]]:
+    """The run's profiles document, and its files written under ``runs/``, as collect_metrics leaves them.
 
     The newest run's TRUNCATED_SCENARIO has a CPU profile whose file lost its end after it was read.
     """
     path = PROFILES.get(index)
     if path is None:
-        return RunProfiles(run_id=run_id, scenarios={}), {}  # runs published before profiles existed
+        return RunProfiles(run_id=run_id, scenarios={}), []  # runs published before profiles existed
     written = {PROFILED_SCENARIO: path.read_bytes()}
     if index == RUNS - 1:
         written[TRUNCATED_SCENARIO] = path.read_bytes()[:-40]
-    scenarios, files = {}, {}
+    scenarios, files = {}, []
     for name, data in written.items():
         file = profile_file(name, CPU_PROFILE)
         store.write_bytes(key=run_file_key(run_id, file), data=data, content_type="application/gzip")
-        files[file] = run_file_key(run_id, file)
+        files.append(file)
         collected = CollectedProfile(status="collected", file=file, summary=summarize(fixture(path), "cpu"))
         scenarios[name] = ScenarioProfiles(
             status="partial",
@@ -296,6 +296,7 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             runner_image_ids={},
         )
         profiles, files = _profiles(store, run_id, index)
+        copy_run_files(store, prefix=prefix, run_id=run_id, files=files)  # as publish_results does
         results = results_document(metadata=metadata, entries=entries, profiles=profiles)
         succeeded = {entry.scenario for entry in entries if entry.status == "success"}
         verdicts = judge_run(
@@ -330,7 +331,6 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
             metrics_text=json.dumps(_metrics(run_id, entries)),
             verdicts=verdicts.model_dump(mode="json"),
             ginkgo_report_keys={},
-            files=files,
             entry=manifest_entry(
                 run_id=run_id,
                 results_key=f"{prefix}{run_id}/results.json",
@@ -353,6 +353,6 @@ def publish_history(store: ResultsBucketHook, *, prefix: str, now: datetime, tag
         history.keys.extend(
             [run_summary_key(run_id), keys.results, keys.ginkgo_report, keys.metrics, keys.verdicts]
         )
-        history.keys.extend([*files.values(), *(keys.beside(file) for file in files)])
+        history.keys.extend([*(run_file_key(run_id, file) for file in files), *map(keys.beside, files)])
     history.keys.append(f"{prefix}manifest.json")
     return history

@@ -23,10 +23,11 @@ from kai_scale.profiles.collection import (
     ScenarioProfiles,
     profile_file,
     profile_files,
+    without_gone_files,
 )
 from kai_scale.profiles.summary import summarize
 from kai_scale.publishing.manifest import ManifestError
-from kai_scale.publishing.publisher import PublishedRun, PublishError, profiles_still_in_bucket, publish_run
+from kai_scale.publishing.publisher import PublishedRun, PublishError, copy_run_files, publish_run
 from kai_scale.publishing.verdicts_step import judge_run
 from kai_scale_model.scenario import Scenario
 from localenv import settings as localenv_settings
@@ -69,7 +70,6 @@ def _publish(store: ResultsBucketHook, prefix: str, run_id: str, **overrides: An
         "results": _results(run_id),
         "metrics_text": json.dumps({"run_id": run_id, "scenarios": {}}),
         "ginkgo_report_keys": {},
-        "files": {},
         "verdicts": {"run_id": run_id, "verdict": "pass", "reasons": [], "tests": {}},
         "entry": _entry(run_id, prefix),
     }
@@ -99,25 +99,27 @@ def test_a_run_is_published_with_its_objects_and_entry(prefix: str) -> None:
     assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
 
 
-def test_a_runs_files_are_published_beside_its_results_as_they_are(prefix: str) -> None:
-    """Such as its profiles: binary, copied byte for byte; one that is gone is left out, and named."""
+def test_a_runs_files_are_copied_beside_its_results_as_they_are(prefix: str) -> None:
+    """Such as its profiles: binary, copied byte for byte from its folder under runs/; one gone is named."""
     store = _store()
+    run_id = f"20260099-scheduled-{uuid.uuid4().hex[:8]}"
     profile = bytes(range(256)) * 64
-    store.write_bytes(key=f"{prefix}in/cpu.pb.gz", data=profile, content_type="application/octet-stream")
-    published = _publish(
-        store,
-        prefix,
-        "r1",
-        files={"profiles/a/cpu.pb.gz": f"{prefix}in/cpu.pb.gz", "profiles/a/gone.pb.gz": f"{prefix}in/gone"},
+    key = run_file_key(run_id, "profiles/a/cpu.pb.gz")
+    store.write_bytes(key=key, data=profile, content_type="application/octet-stream")
+
+    gone = copy_run_files(
+        store, prefix=prefix, run_id=run_id, files=["profiles/a/cpu.pb.gz", "profiles/a/gone.pb.gz"]
     )
-    assert store.read_bytes(published.keys.beside("profiles/a/cpu.pb.gz")) == profile
-    assert published.keys.beside("profiles/a/cpu.pb.gz") == f"{prefix}r1/profiles/a/cpu.pb.gz"
-    assert not store.exists(published.keys.beside("profiles/a/gone.pb.gz"))
-    assert published.left_out == ["profiles/a/gone.pb.gz"]
-    assert _manifest(store, prefix) == {"runs": [_entry("r1", prefix)]}
+
+    keys = published_keys(prefix=prefix, run_id=run_id)
+    assert keys.beside("profiles/a/cpu.pb.gz") == f"{prefix}{run_id}/profiles/a/cpu.pb.gz"
+    assert store.read_bytes(keys.beside("profiles/a/cpu.pb.gz")) == profile
+    assert gone == ["profiles/a/gone.pb.gz"]
+    assert not store.exists(keys.beside("profiles/a/gone.pb.gz"))
+    assert store.read_text(manifest_key(prefix)) is None, "no entry: the run is published after its files"
 
 
-def test_a_profile_whose_file_is_gone_from_the_run_is_published_as_missing() -> None:
+def test_a_profile_whose_file_is_gone_from_the_run_is_published_as_missing(prefix: str) -> None:
     store = _store()
     run_id = f"20260099-scheduled-{uuid.uuid4().hex[:8]}"
     kept, gone = profile_file("fill", CPU_PROFILE), profile_file("fill", "inuse_space")
@@ -136,11 +138,13 @@ def test_a_profile_whose_file_is_gone_from_the_run_is_published_as_missing() -> 
         },
     )
 
-    profiles, named = profiles_still_in_bucket(
-        store, run_id=run_id, profiles=RunProfiles(run_id=run_id, scenarios={"fill": fill})
-    )
+    collected = RunProfiles(run_id=run_id, scenarios={"fill": fill})
+
+    named = copy_run_files(store, prefix=prefix, run_id=run_id, files=profile_files(collected))
+    profiles = without_gone_files(collected, named)
 
     assert named == [gone]
+    assert store.exists(published_keys(prefix=prefix, run_id=run_id).beside(kept))
     assert profile_files(profiles) == [kept]
     assert (profiles.scenarios["fill"].status, profiles.scenarios["fill"].reason) == (
         "partial",
@@ -396,7 +400,6 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
     cpu = profile_file("sanity-fill-cluster", CPU_PROFILE)
     # Its run's outputs under runs/ are the test's own, as its prefix is.
     tonight_id = f"20260099-scheduled-{uuid.uuid4().hex[:8]}"
-    store.write_bytes(key=f"{prefix}in/cpu.pb.gz", data=HEAVY3.read_bytes(), content_type="application/gzip")
     for night, seconds in enumerate(times):
         run_id = f"2026{night:04d}-scheduled"
         entry = {
@@ -405,8 +408,10 @@ def test_a_run_slower_than_its_history_is_judged_breaches_its_threshold_and_name
             "node_count": 500,
         }
         results = {"metadata": {}, "results": {"status": "success", "tests": _fill(seconds)}}
-        files = {cpu: f"{prefix}in/cpu.pb.gz"} if night == len(times) - 1 else {}
-        _publish(store, prefix, run_id, results=results, entry=entry, files=files)
+        if night == len(times) - 1:  # published beside its results, as publish_results copies it
+            beside = published_keys(prefix=prefix, run_id=run_id).beside(cpu)
+            store.write_bytes(key=beside, data=HEAVY3.read_bytes(), content_type="application/gzip")
+        _publish(store, prefix, run_id, results=results, entry=entry)
     store.write_bytes(
         key=run_file_key(tonight_id, cpu), data=LIGHT3.read_bytes(), content_type="application/gzip"
     )

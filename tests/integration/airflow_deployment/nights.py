@@ -872,7 +872,6 @@ def _publish_history(seconds: list[float]) -> None:
             metrics_text=json.dumps({"run_id": run_id, "scenarios": {}}),
             verdicts={"run_id": run_id, "verdict": "pass", "reasons": [], "tests": {}},
             ginkgo_report_keys={},
-            files={},
             entry={
                 "timestamp": f"2026-09-{1 + night // 24:02d}T{night % 24:02d}:00:00Z",
                 "path": f"{RESULTS_PREFIX}{run_id}/results.json",

@@ -11,7 +11,7 @@ import json
 import random
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from kai_scale.hooks.results_bucket import BINARY_CONTENT_TYPE, ObjectChanged, ResultsBucketHook
 from kai_scale.object_keys import PublishedKeys, manifest_key, published_keys, run_file_key
-from kai_scale.profiles.collection import RunProfiles, profile_files, without_gone_files
 from kai_scale.publishing.manifest import empty_manifest, manifest_text, parse_manifest, upsert_run
 from kai_scale.publishing.reports import merge_reports
 
@@ -46,19 +45,31 @@ class PublishedRun:
     """Conditional writes it took to add the entry (1 without contention)."""
     problems: list[str]
     """Ginkgo reports left out of the merged ginkgo-report.json, and why."""
-    left_out: list[str]
-    """The run's files (``files``) that were gone from the bucket, so not published."""
 
 
-def profiles_still_in_bucket(
-    bucket: ResultsBucketHook, *, run_id: str, profiles: RunProfiles
-) -> tuple[RunProfiles, list[str]]:
-    """``profiles`` with each collected profile whose file is gone from the run's folder marked missing.
+def copy_run_files(bucket: ResultsBucketHook, *, prefix: str, run_id: str, files: Sequence[str]) -> list[str]:
+    """Copy the run's ``files`` from its folder under ``runs/`` beside its results; return those gone.
 
-    Also the files that were gone (relative to the run's folder), for the log. Bucket errors are raised.
+    Each is named relative to the run's folder (e.g. ``profiles/<scenario>/cpu.pb.gz``) and copied as it
+    is. Before the results are written, so they name only files that were published. Bucket errors
+    raise PublishError.
     """
-    gone = [file for file in profile_files(profiles) if not bucket.exists(run_file_key(run_id, file))]
-    return without_gone_files(profiles, gone), gone
+    keys = published_keys(prefix=prefix, run_id=run_id)
+    gone: list[str] = []
+    try:
+        for file in files:
+            data = bucket.read_bytes(run_file_key(run_id, file))
+            if data is None:
+                gone.append(file)
+            else:
+                bucket.write_bytes(key=keys.beside(file), data=data, content_type=BINARY_CONTENT_TYPE)
+    except (BotoCoreError, ClientError) as error:
+        raise PublishError(
+            f"could not copy the files of run {run_id} to s3://{bucket.bucket}/{prefix}: {error}. "
+            "Nothing of the run's results or manifest entry was written; check the bucket, its endpoint "
+            "and the credentials of the AWS connection, then clear this task"
+        ) from error
+    return gone
 
 
 def publish_run(
@@ -70,7 +81,6 @@ def publish_run(
     metrics_text: str,
     verdicts: Mapping[str, Any],
     ginkgo_report_keys: Mapping[str, str | None],
-    files: Mapping[str, str],
     entry: Mapping[str, Any],
     sleep: Callable[[float], None] = time.sleep,
 ) -> PublishedRun:
@@ -79,12 +89,8 @@ def publish_run(
     Publishing the same run again overwrites its objects and its entry in place.
 
     :param ginkgo_report_keys: each scenario's Ginkgo report key (None when it has none).
-    :param files: more files of the run, copied as they are: the key of each, by its name relative to
-        the run's folder (e.g. ``profiles/<scenario>/cpu.pb.gz``); one that is gone is left out (and
-        named in ``left_out``).
     """
     keys = published_keys(prefix=prefix, run_id=run_id)
-    left_out: list[str] = []
     try:
         with tempfile.SpooledTemporaryFile(max_size=REPORT_MEMORY_BYTES) as report:
             problems = merge_reports(
@@ -94,12 +100,6 @@ def publish_run(
             )
             report.seek(0)
             bucket.upload(key=keys.ginkgo_report, fileobj=report)
-        for file, source in files.items():
-            data = bucket.read_bytes(source)
-            if data is None:
-                left_out.append(file)
-            else:
-                bucket.write_bytes(key=keys.beside(file), data=data, content_type=BINARY_CONTENT_TYPE)
         bucket.write_text(key=keys.metrics, text=metrics_text)
         bucket.write_text(key=keys.verdicts, text=json.dumps(verdicts, indent=2))
         bucket.write_text(key=keys.results, text=json.dumps(results, indent=2))
@@ -116,7 +116,6 @@ def publish_run(
         manifest_key=manifest_key(prefix),
         manifest_attempts=attempts,
         problems=problems,
-        left_out=left_out,
     )
 
 

@@ -22,8 +22,8 @@ from kai_scale.object_keys import (
 )
 from kai_scale.operators.scenario_pod import recorded_image, recorded_outputs
 from kai_scale.params import image_reference
-from kai_scale.profiles.collection import profile_files, profiles_to_publish
-from kai_scale.publishing.publisher import profiles_still_in_bucket, publish_run
+from kai_scale.profiles.collection import profile_files, profiles_to_publish, without_gone_files
+from kai_scale.publishing.publisher import copy_run_files, publish_run
 from kai_scale.publishing.results_document import (
     RunMetadata,
     commit_hash,
@@ -138,8 +138,11 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         scenarios=[s.name for s in selected],
         source=f"s3://{settings.results_bucket}/{run_profiles_key(run_id)}",
     )
-    with bucket.errors_named(f"check the profile files of run {run_id}"):
-        profiles, gone = profiles_still_in_bucket(bucket, run_id=run_id, profiles=profiles)
+    # Copied first, so results.json and the verdicts name only the profile files that were published.
+    gone = copy_run_files(
+        bucket, prefix=settings.results_prefix, run_id=run_id, files=profile_files(profiles)
+    )
+    profiles = without_gone_files(profiles, gone)
     for file in gone:
         # A profile is never worth failing a night for (docs/results.md): it is published as missing.
         log.warning(
@@ -197,7 +200,6 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         metrics_text=json.dumps(public_metrics(metrics)),
         verdicts=verdicts.model_dump(mode="json"),
         ginkgo_report_keys={e.scenario: e.ginkgo_report_key for e in entries},
-        files={file: run_file_key(run_id, file) for file in profile_files(profiles)},
         entry=manifest_entry(
             run_id=run_id,
             results_key=published_keys(prefix=settings.results_prefix, run_id=run_id).results,
@@ -216,14 +218,6 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         where,
         published.manifest_key,
     )
-    # Gone between the check above and its copy: results.json still names it.
-    for file in published.left_out:
-        log.warning(
-            "%s was gone from s3://%s/%s, so it is not published",
-            file,
-            settings.results_bucket,
-            run_file_key(run_id, file),
-        )
     problems = [f"{e.scenario}: {e.reason}" for e in entries if e.status in ("failure", "not_run")]
     problems += published.problems
     if unreadable is not None:
