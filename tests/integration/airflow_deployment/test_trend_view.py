@@ -62,6 +62,8 @@ PLUGINS_READER = "Plugins reader"
 VIEW = "/scale-tests"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+# As wide as a laptop's window beside another: the run page must still fit without scrolling sideways.
+NARROW_WINDOW = 900
 
 
 @pytest.fixture(scope="module")
@@ -504,7 +506,7 @@ def test_a_runs_profiles_show_what_grew_draw_as_flame_graphs_and_download(
     # d3-flame-graph draws at a fixed width: a narrower window redraws it at its box's new width.
     drawn_at = int(flame.get_attribute("data-width") or 0)
     size = browser.get_window_size()
-    browser.set_window_size(size["width"] - 300, size["height"])
+    browser.set_window_size(NARROW_WINDOW, size["height"])
     try:
         wait_for(
             lambda: 0 < int(flame.get_attribute("data-width") or 0) < drawn_at,
@@ -518,6 +520,15 @@ def test_a_runs_profiles_show_what_grew_draw_as_flame_graphs_and_download(
             flame,
         )
         assert drawn[0] == drawn[1], drawn
+        # Nor does the page scroll sideways: a table too wide scrolls in its own box.
+        page, wider = browser.execute_script(
+            "const page = document.documentElement;"
+            "const wider = [...document.querySelectorAll('body *')]"
+            ".filter((e) => e.getBoundingClientRect().right > page.clientWidth + 1)"
+            ".map((e) => e.tagName + '.' + e.className);"
+            "return [[page.scrollWidth, page.clientWidth], wider.slice(0, 5)]"
+        )
+        assert page[0] <= page[1], f"the page scrolls sideways in a {NARROW_WINDOW} px window: {wider}"
     finally:
         browser.set_window_size(size["width"], size["height"])
 
