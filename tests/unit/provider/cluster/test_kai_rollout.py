@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from kai_scale.cluster.kai_rollout import (
+    Deployment,
     ExpectedDeployment,
+    KaiConfig,
     expected_deployments,
     operand_names,
     rollout_problems,
@@ -19,6 +22,11 @@ from tests.unit.provider.cluster.kai_deployments import kai_deployment, scale_de
 
 SCALE = load_profile(REPO / "include", "scale").patches
 PYROSCOPE = "http://pyroscope.monitoring.svc.cluster.local.:4040"
+
+
+def _problems(expected: ExpectedDeployment, served: dict[str, Any] | None) -> list[str]:
+    """rollout_problems of a Deployment as the API serves it (JSON field names), read as tune_kai reads it."""
+    return rollout_problems(expected, None if served is None else Deployment.model_validate(served))
 
 
 def _expected(patches: Sequence[TuningPatch] = SCALE) -> dict[str, ExpectedDeployment]:
@@ -59,10 +67,14 @@ def test_the_local_profile_expects_its_own_sizes_and_the_same_args() -> None:
 
 def test_the_scheduler_deployment_is_named_by_the_configs_scheduler_name_and_the_shard() -> None:
     config = {"spec": {"namespace": "kai", "global": {"schedulerName": "kai-sched"}}}
-    namespace, scheduler_name = operand_names(config)
+    namespace, scheduler_name = operand_names(KaiConfig.model_validate(config))
     assert (namespace, scheduler_name) == ("kai", "kai-sched")
     assert operand_names(None) == ("kai-scheduler", "kai-scheduler")
-    assert operand_names({"spec": {"global": {}}}) == ("kai-scheduler", "kai-scheduler")
+    assert operand_names(KaiConfig.model_validate({"spec": {"global": {}}})) == (
+        "kai-scheduler",
+        "kai-scheduler",
+    )
+    assert operand_names(KaiConfig.model_validate({"kind": "Config"})) == ("kai-scheduler", "kai-scheduler")
     names = [e.name for e in expected_deployments(SCALE, scheduler_name=scheduler_name)]
     assert "kai-sched-default" in names
     # Scheduler resources without a shard patch: the default shard's Deployment.
@@ -74,7 +86,7 @@ def test_the_scheduler_deployment_is_named_by_the_configs_scheduler_name_and_the
 def test_a_rolled_out_profile_has_no_problems() -> None:
     deployments = scale_deployments()
     for name, expected in _expected().items():
-        assert rollout_problems(expected, deployments[name]) == [], name
+        assert _problems(expected, deployments[name]) == [], name
 
 
 def test_quantities_compare_by_value() -> None:
@@ -83,14 +95,14 @@ def test_quantities_compare_by_value() -> None:
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["resources"]["requests"]["cpu"] = "3000m"
     container["resources"]["limits"]["memory"] = str(7 * 1024**3)
-    assert rollout_problems(expected, deployment) == []
+    assert _problems(expected, deployment) == []
 
 
 def test_the_values_before_the_operator_reconciled_are_named_expected_and_seen() -> None:
     before = kai_deployment(
         "binder", args=["--scheduler-name", "kai-scheduler", "--max-concurrent-reconciles=10"]
     )
-    assert rollout_problems(_expected()["binder"], before) == [
+    assert _problems(_expected()["binder"], before) == [
         "deployment binder, container binder: limits.cpu expected 400m, seen 100m",
         "deployment binder, container binder: limits.memory expected 2500Mi, seen 512Mi",
         "deployment binder, container binder: requests.cpu expected 100m, seen 50m",
@@ -104,14 +116,14 @@ def test_a_scheduler_flag_the_operator_dropped_is_seen_as_none() -> None:
     deployment = scale_deployments()["kai-scheduler-default"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["args"] = [arg for arg in container["args"] if not arg.startswith("--pyroscope-address")]
-    assert rollout_problems(_expected()["kai-scheduler-default"], deployment) == [
+    assert _problems(_expected()["kai-scheduler-default"], deployment) == [
         "deployment kai-scheduler-default, container kai-scheduler-default: "
         f"arg --pyroscope-address={PYROSCOPE} expected, seen none"
     ]
 
 
 def test_replicas_are_compared_where_the_profile_sets_them() -> None:
-    assert rollout_problems(_expected()["admission"], kai_deployment("admission", replicas=1)) == [
+    assert _problems(_expected()["admission"], kai_deployment("admission", replicas=1)) == [
         "deployment admission: replicas expected 4, seen 1"
     ]
 
@@ -139,16 +151,16 @@ def test_a_rollout_is_finished_as_kubectl_rollout_status_judges_it(
         current=status.get("current"),
         available=status.get("available"),
     )
-    assert rollout_problems(_expected()["admission"], deployment) == [f"deployment admission: {problem}"]
+    assert _problems(_expected()["admission"], deployment) == [f"deployment admission: {problem}"]
 
 
 def test_a_missing_deployment_or_container_is_named() -> None:
-    (missing,) = rollout_problems(_expected()["binder"], None)
+    (missing,) = _problems(_expected()["binder"], None)
     assert missing.startswith("deployment binder: not found")
     assert "service.enabled false" in missing
     renamed = kai_deployment("binder")
     renamed["spec"]["template"]["spec"]["containers"][0]["name"] = "manager"
-    assert rollout_problems(_expected()["binder"], renamed)[0] == (
+    assert _problems(_expected()["binder"], renamed)[0] == (
         "deployment binder: no container binder (seen: manager)"
     )
 

@@ -104,3 +104,13 @@ def test_a_rollout_that_never_comes_names_the_deployment_expected_and_seen() -> 
     assert "kubectl -n kai-scheduler get pods" in message
     assert clock.now >= 10
     assert len(clock.sleeps) == 4  # polled at 0, 3, 6, 9 and 12 s: past the deadline, it fails
+
+
+def test_a_deployment_the_setup_cannot_read_is_an_error_naming_it_and_the_field() -> None:
+    unreadable = scale_deployments()
+    unreadable["binder"]["spec"]["replicas"] = "many"
+    cluster, clock = StandInCluster(kai=True, polls=[unreadable]), Clock()
+    with pytest.raises(
+        SetupError, match=r"^deployment kai-scheduler/binder as the API served it: 'spec\.replicas' "
+    ):
+        _tune(cluster, clock)

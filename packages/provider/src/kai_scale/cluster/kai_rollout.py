@@ -29,6 +29,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
 from kai_scale.cluster.kai_tuning import TuningPatch, merge, quantity
 from kai_scale_model import kai
 
@@ -41,6 +44,79 @@ SERVICE_DEPLOYMENTS = {
     "queueController": "queue-controller",
 }
 _CHECKED_SERVICES = {*SERVICE_DEPLOYMENTS, "scheduler"}
+
+# A resource quantity as the API serves it ("500m", "2Gi") or a profile sets it (also 3, 0.5).
+Quantity = str | int | float
+
+
+class _ApiView(BaseModel):
+    """Part of an object as the API serves it (JSON field names): the fields read here, the rest ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class ContainerResources(_ApiView):
+    """A container's requests and limits."""
+
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+
+
+class Container(_ApiView):
+    """A container of a Deployment's pod template."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    resources: ContainerResources = ContainerResources()
+
+
+class _PodSpec(_ApiView):
+    containers: tuple[Container, ...] = ()
+
+
+class _PodTemplate(_ApiView):
+    spec: _PodSpec = _PodSpec()
+
+
+class _DeploymentSpec(_ApiView):
+    replicas: int = 1  # the API's default
+    template: _PodTemplate = _PodTemplate()
+
+
+class _DeploymentStatus(_ApiView):
+    # The API server leaves zero counts out.
+    observed_generation: int = 0
+    replicas: int = 0
+    updated_replicas: int = 0
+    available_replicas: int = 0
+
+
+class _Metadata(_ApiView):
+    name: str
+    generation: int = 0
+
+
+class Deployment(_ApiView):
+    """A Deployment as the API serves it: what its rollout is judged by."""
+
+    metadata: _Metadata
+    spec: _DeploymentSpec = _DeploymentSpec()
+    status: _DeploymentStatus = _DeploymentStatus()
+
+
+class _Global(_ApiView):
+    scheduler_name: str | None = None
+
+
+class _ConfigSpec(_ApiView):
+    namespace: str | None = None
+    global_: _Global = Field(default=_Global(), alias="global")
+
+
+class KaiConfig(_ApiView):
+    """KAI's Config object as the API serves it: where its operator puts KAI's services."""
+
+    spec: _ConfigSpec = _ConfigSpec()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,11 +133,10 @@ class ExpectedDeployment:
     """The Deployment's replicas, where the profile sets them."""
 
 
-def operand_names(config: Mapping[str, Any] | None) -> tuple[str, str]:
+def operand_names(config: KaiConfig | None) -> tuple[str, str]:
     """The namespace of KAI's services and its scheduler name, as KAI's Config object sets them."""
-    spec = (config or {}).get("spec") or {}
-    namespace = spec.get("namespace") or kai.NAMESPACE
-    return str(namespace), str((spec.get("global") or {}).get("schedulerName") or kai.SCHEDULER_NAME)
+    spec = config.spec if config is not None else _ConfigSpec()
+    return spec.namespace or kai.NAMESPACE, spec.global_.scheduler_name or kai.SCHEDULER_NAME
 
 
 def _config_spec(patches: Sequence[TuningPatch]) -> dict[str, Any]:
@@ -141,41 +216,38 @@ def unchecked_fields(patches: Sequence[TuningPatch]) -> list[str]:
     ]
 
 
-def _same_quantity(seen: Any, want: Any) -> bool:
+def _same_quantity(seen: Quantity, want: Quantity) -> bool:
     try:
         return quantity(seen) == quantity(want)
     except ValueError:
         return False
 
 
-def _container_problems(expected: ExpectedDeployment, container: Mapping[str, Any]) -> list[str]:
+def _container_problems(expected: ExpectedDeployment, container: Container) -> list[str]:
     where = f"deployment {expected.name}, container {expected.name}"
     problems = []
-    resources = container.get("resources") or {}
+    seen_resources = {"requests": container.resources.requests, "limits": container.resources.limits}
     for kind, wanted in sorted(expected.resources.items()):
         for resource, want in sorted(wanted.items()):
-            seen = (resources.get(kind) or {}).get(resource)
+            seen = seen_resources[kind].get(resource)
             if seen is None or not _same_quantity(seen, want):
                 problems.append(f"{where}: {kind}.{resource} expected {want}, seen {seen or 'none'}")
-    args = [str(arg) for arg in container.get("args") or []]
     for want in expected.args:
-        if want not in args:
+        if want not in container.args:
             flag = want.partition("=")[0]
-            seen_args = [arg for arg in args if arg.partition("=")[0] == flag]
+            seen_args = [arg for arg in container.args if arg.partition("=")[0] == flag]
             problems.append(f"{where}: arg {want} expected, seen {', '.join(seen_args) or 'none'}")
     return problems
 
 
-def _unfinished(name: str, deployment: Mapping[str, Any]) -> list[str]:
+def _unfinished(name: str, deployment: Deployment) -> list[str]:
     """Why the rollout is not finished yet, as ``kubectl rollout status`` says it (empty: finished)."""
-    generation = (deployment.get("metadata") or {}).get("generation") or 0
-    status = deployment.get("status") or {}
-    observed = status.get("observedGeneration") or 0
+    generation, status = deployment.metadata.generation, deployment.status
+    observed = status.observed_generation
     if observed < generation:
         return [f"deployment {name}: generation {generation} not yet observed (observed {observed})"]
-    replicas = (deployment.get("spec") or {}).get("replicas", 1)
-    updated, current = status.get("updatedReplicas") or 0, status.get("replicas") or 0
-    available = status.get("availableReplicas") or 0
+    replicas = deployment.spec.replicas
+    updated, current, available = status.updated_replicas, status.replicas, status.available_replicas
     if updated < replicas:
         return [f"deployment {name}: {updated} of {replicas} replicas updated"]
     if current > updated:
@@ -185,22 +257,21 @@ def _unfinished(name: str, deployment: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def rollout_problems(expected: ExpectedDeployment, deployment: Mapping[str, Any] | None) -> list[str]:
+def rollout_problems(expected: ExpectedDeployment, deployment: Deployment | None) -> list[str]:
     """What keeps ``deployment`` from being ``expected`` and rolled out, expected vs seen (empty: done)."""
     if deployment is None:
         return [
             f"deployment {expected.name}: not found (KAI's operator has not made it, or the service is "
             "switched off in the Config: service.enabled false)"
         ]
-    spec = deployment.get("spec") or {}
-    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
-    container = next((c for c in containers if c.get("name") == expected.name), None)
+    containers = deployment.spec.template.spec.containers
+    container = next((c for c in containers if c.name == expected.name), None)
     if container is None:
-        names = ", ".join(str(c.get("name")) for c in containers) or "none"
+        names = ", ".join(c.name for c in containers) or "none"
         problems = [f"deployment {expected.name}: no container {expected.name} (seen: {names})"]
     else:
         problems = _container_problems(expected, container)
-    replicas = spec.get("replicas", 1)
+    replicas = deployment.spec.replicas
     if expected.replicas is not None and replicas != expected.replicas:
         problems.append(f"deployment {expected.name}: replicas expected {expected.replicas}, seen {replicas}")
     return problems + _unfinished(expected.name, deployment)

@@ -9,12 +9,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from kai_scale.cluster import kai_rollout, kai_tuning
 from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai
+from kai_scale_model.validation import validated
 from kai_scale_model.waiting import wait_for
+
+Served = TypeVar("Served", bound=BaseModel)
 
 KAI_CONFIG = ("kai.scheduler/v1", "Config", "kai-config")
 # KAI's services restart from images already on the node (their Deployments use the Recreate strategy):
@@ -64,11 +70,16 @@ def _wait_for_kai_rollout(
     """Poll KAI's Deployments (a handful, every few seconds) until they carry the profile, rolled out."""
     config_name = next((p.name for p in tuning.patches if p.kind == "Config"), KAI_CONFIG[2])
     config = cluster.get(api_version=KAI_CONFIG[0], kind=KAI_CONFIG[1], name=config_name)
-    namespace, scheduler_name = kai_rollout.operand_names(config)
+    namespace, scheduler_name = kai_rollout.operand_names(
+        None if config is None else _served(kai_rollout.KaiConfig, config, what=f"KAI's Config {config_name}")
+    )
     expected = kai_rollout.expected_deployments(tuning.patches, scheduler_name=scheduler_name)
 
     def problems() -> list[str]:
-        deployments = cluster.deployment_objects(namespace)
+        deployments = {
+            name: _served(kai_rollout.Deployment, body, what=f"deployment {namespace}/{name}")
+            for name, body in cluster.deployment_objects(namespace).items()
+        }
         return [p for e in expected for p in kai_rollout.rollout_problems(e, deployments.get(e.name))]
 
     wait_for(
@@ -93,3 +104,8 @@ def _wait_for_kai_rollout(
     if unchecked := kai_rollout.unchecked_fields(tuning.patches):
         lines.append(f"set, but not compared with the Deployments: {', '.join(unchecked)}")
     return lines
+
+
+def _served(model: type[Served], body: object, *, what: str) -> Served:
+    """``body`` as the API served it, read as ``model``; a SetupError naming ``what`` and the bad fields."""
+    return validated(model, body, what=f"{what} as the API served it", error=SetupError)
