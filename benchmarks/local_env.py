@@ -24,7 +24,7 @@ from kubernetes import client, config
 from kai_scale.cluster.tasks import setup_step
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
 from localenv.environment import LocalEnvironment
-from localenv.node import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
+from localenv.node_config import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import processes_under
 from localenv.settings import Settings
 

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from localenv import settings
-from localenv.node import KUBERNETES_SERVICE_IP
+from localenv.node_config import KUBERNETES_SERVICE_IP
 from localenv.processes import ComponentError
 from localenv.settings import Settings
 

@@ -32,14 +32,8 @@ from localenv import kai, manifest_mirror, pins, processes, settings
 from localenv.charts import CHART_REGISTRIES, PYROSCOPE_CHART, ChartPusher, vendor_dir
 from localenv.control_plane import ControlPlane
 from localenv.kai import BuiltImages
-from localenv.node import (
-    COREDNS_IMAGE,
-    PAUSE_IMAGE,
-    SYSTEM_NODE_LABEL,
-    SYSTEM_NODE_TAINT,
-    NodeConfig,
-    RealNode,
-)
+from localenv.node import RealNode
+from localenv.node_config import COREDNS_IMAGE, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, NodeConfig
 from localenv.paths import REPO
 from localenv.postgres import PostgresServer, data_dir_for
 from localenv.processes import ComponentError

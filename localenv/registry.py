@@ -1,6 +1,6 @@
 """The local OCI registry: serves the real node every image under its upstream name.
 
-containerd's mirror configuration (``localenv.node``) sends a pull of ``<upstream>/<path>:<tag>`` to
+containerd's mirror configuration (``localenv.node_config``) sends a pull of ``<upstream>/<path>:<tag>`` to
 ``<registry>/<upstream>/<path>:<tag>``, so manifests and charts keep their real image references.
 The registry's storage lives in the build cache, so images survive ``make local-down``.
 """

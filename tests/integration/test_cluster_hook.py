@@ -18,7 +18,7 @@ from kai_scale.cluster.runner_access import prepare_runner_access
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai
 from localenv.environment import LocalEnvironment
-from localenv.node import PAUSE_IMAGE
+from localenv.node_config import PAUSE_IMAGE
 from tests.conftest import REPO
 from tests.integration.conftest import TEST_LABEL
 from tests.waiting import wait_for

@@ -39,7 +39,7 @@ from kai_scale.hooks.helm import HelmHook, run
 from kai_scale.settings import PipelineSettings
 from kai_scale_model.installs import ChartInstall
 from localenv.environment import LocalEnvironment
-from localenv.node import NODE_NAME
+from localenv.node_config import NODE_NAME
 from tests.conftest import REPO
 from tests.waiting import wait_for
 

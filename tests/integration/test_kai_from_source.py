@@ -30,7 +30,7 @@ from localenv import kai as kai_chart
 from localenv.environment import LocalEnvironment
 from localenv.kai import CHART_IN_SOURCE, RELEASE, BuiltImages
 from localenv.kai import install as install_kai
-from localenv.node import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
+from localenv.node_config import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
 from tests.conftest import REPO
 from tests.integration.real_kai import kai_leftovers, scheduler_pods, switch_scheduler

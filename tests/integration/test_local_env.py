@@ -15,7 +15,7 @@ from kubernetes import client
 
 from localenv import settings
 from localenv.environment import LocalEnvironment
-from localenv.node import NODE_NAME
+from localenv.node_config import NODE_NAME
 from tests.waiting import wait_for
 
 # kwok-operator labels each node with its NodePool.

@@ -16,7 +16,7 @@ import pytest
 
 from localenv.environment import LocalEnvironment
 from localenv.host_state import FIXED_PATHS, HostSnapshot, mounts_under, nft_chains, nft_ruleset
-from localenv.node import CGROUP_ROOT
+from localenv.node_config import CGROUP_ROOT
 from localenv.processes import ComponentError, port_in_use, processes_under
 
 pytestmark = pytest.mark.restarts_local_env
@@ -98,7 +98,7 @@ def _assert_machine_as_found(environment: LocalEnvironment, before: HostSnapshot
     assert not [port for port in config.own_ports().values() if port_in_use(port)], "no port"
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
     assert "veth" not in links
-    assert not environment.node().shim_socket_dir.exists()
+    assert not environment.node().config.shim_socket_dir.exists()
     assert not database.data_dir.exists(), "no database directory"
     assert not [pid for pid in processes_under(str(database.data_dir))], "no database process"
 

@@ -12,7 +12,7 @@ from kubernetes import client
 
 from kai_scale.metrics.prometheus_api import PrometheusClient
 from localenv import pins
-from localenv.node import NODE_NAME
+from localenv.node_config import NODE_NAME
 from tests.waiting import wait_for
 
 BUILT_IMAGES = {

@@ -25,7 +25,8 @@ from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import pins
 from localenv.charts import VENDOR_CHARTS, VendorChart
 from localenv.environment import LocalEnvironment
-from localenv.node import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, RealNode
+from localenv.node import RealNode
+from localenv.node_config import COREDNS_IMAGE, NODE_NAME, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
 from tests.waiting import wait_for
 

@@ -18,7 +18,7 @@ from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.settings import PipelineSettings
 from localenv.environment import LocalEnvironment
-from localenv.node import NODE_NAME
+from localenv.node_config import NODE_NAME
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.usefixtures("airflow_on_local_env")

@@ -43,7 +43,7 @@ from localenv import settings as localenv_settings
 from localenv.airflow import CONNECTIONS, NAMESPACE, AirflowApi
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger
 from localenv.environment import LocalEnvironment
-from localenv.node import NODE_NAME
+from localenv.node_config import NODE_NAME
 from tests.alert_receivers import SMTP_CONN_ID, WEBHOOK_CONN_ID, AlertReceivers
 from tests.conftest import REPO
 from tests.integration.airflow_deployment.cluster_state import infrastructure

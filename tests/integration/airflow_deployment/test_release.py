@@ -48,7 +48,7 @@ from localenv.airflow import RELEASE as AIRFLOW_RELEASE
 from localenv.demo import DAG_ID, bucket_keys, profiles_line, run_path, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
-from localenv.node import SYSTEM_NODE_LABEL
+from localenv.node_config import SYSTEM_NODE_LABEL
 from localenv.processes import ComponentError
 from tests.alert_receivers import AlertReceivers, html_body, text_of
 from tests.conftest import REPO

@@ -14,7 +14,7 @@ import yaml
 
 from localenv.airflow import LOCAL_VALUES, VALUES
 from localenv.charts import AIRFLOW_CHART, ChartPusher, vendor_dir
-from localenv.node import SYSTEM_NODE_LABEL
+from localenv.node_config import SYSTEM_NODE_LABEL
 from localenv.settings import Settings
 from tests.conftest import REPO
 

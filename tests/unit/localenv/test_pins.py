@@ -12,7 +12,7 @@ from kai_scale.cluster.installs import read_installs
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from localenv import pins
 from localenv.environment import coredns_manifest
-from localenv.node import COREDNS_IMAGE, PAUSE_IMAGE
+from localenv.node_config import COREDNS_IMAGE, PAUSE_IMAGE
 from tests.conftest import REPO
 
 
