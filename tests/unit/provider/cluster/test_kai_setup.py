@@ -114,3 +114,11 @@ def test_a_deployment_the_setup_cannot_read_is_an_error_naming_it_and_the_field(
         SetupError, match=r"^deployment kai-scheduler/binder as the API served it: 'spec\.replicas' "
     ):
         _tune(cluster, clock)
+
+
+def test_a_deployment_the_profile_does_not_concern_is_not_read() -> None:
+    served = {**scale_deployments(), "someone-elses": {"metadata": {"name": "someone-elses"}, "spec": None}}
+    cluster, clock = StandInCluster(kai=True, polls=[served]), Clock()
+    assert any(
+        line.startswith("KAI's operator rolled tuning profile scale out") for line in _tune(cluster, clock)
+    )

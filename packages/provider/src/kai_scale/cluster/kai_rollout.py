@@ -50,9 +50,13 @@ Quantity = str | int | float
 
 
 class _ApiView(BaseModel):
-    """Part of an object as the API serves it (JSON field names): the fields read here, the rest ignored."""
+    """Part of an object as the API serves it (JSON field names): the fields read here, the rest ignored.
 
-    model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel, populate_by_name=True)
+    The API server leaves empty and zero fields out rather than serving nulls: a left-out field takes
+    its default here, a null is an error.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, alias_generator=to_camel)
 
 
 class ContainerResources(_ApiView):
@@ -226,10 +230,9 @@ def _same_quantity(seen: Quantity, want: Quantity) -> bool:
 def _container_problems(expected: ExpectedDeployment, container: Container) -> list[str]:
     where = f"deployment {expected.name}, container {expected.name}"
     problems = []
-    seen_resources = {"requests": container.resources.requests, "limits": container.resources.limits}
     for kind, wanted in sorted(expected.resources.items()):
         for resource, want in sorted(wanted.items()):
-            seen = seen_resources[kind].get(resource)
+            seen = getattr(container.resources, kind).get(resource)
             if seen is None or not _same_quantity(seen, want):
                 problems.append(f"{where}: {kind}.{resource} expected {want}, seen {seen or 'none'}")
     for want in expected.args:

@@ -9,18 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel
 
 from kai_scale.cluster import kai_rollout, kai_tuning
 from kai_scale.cluster.manifests import SetupError
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale_model import kai
-from kai_scale_model.validation import validated
+from kai_scale_model.validation import Model, validated
 from kai_scale_model.waiting import wait_for
-
-Served = TypeVar("Served", bound=BaseModel)
 
 KAI_CONFIG = ("kai.scheduler/v1", "Config", "kai-config")
 # KAI's services restart from images already on the node (their Deployments use the Recreate strategy):
@@ -76,9 +71,12 @@ def _wait_for_kai_rollout(
     expected = kai_rollout.expected_deployments(tuning.patches, scheduler_name=scheduler_name)
 
     def problems() -> list[str]:
+        served = cluster.deployment_objects(namespace)
+        # Only the profile's: a Deployment of KAI's namespace it does not concern is none of its business.
         deployments = {
-            name: _served(kai_rollout.Deployment, body, what=f"deployment {namespace}/{name}")
-            for name, body in cluster.deployment_objects(namespace).items()
+            e.name: _served(kai_rollout.Deployment, served[e.name], what=f"deployment {namespace}/{e.name}")
+            for e in expected
+            if e.name in served
         }
         return [p for e in expected for p in kai_rollout.rollout_problems(e, deployments.get(e.name))]
 
@@ -106,6 +104,6 @@ def _wait_for_kai_rollout(
     return lines
 
 
-def _served(model: type[Served], body: object, *, what: str) -> Served:
+def _served(model: type[Model], body: object, *, what: str) -> Model:
     """``body`` as the API served it, read as ``model``; a SetupError naming ``what`` and the bad fields."""
     return validated(model, body, what=f"{what} as the API served it", error=SetupError)

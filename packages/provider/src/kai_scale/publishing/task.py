@@ -139,9 +139,14 @@ def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario]
         source=f"s3://{settings.results_bucket}/{run_profiles_key(run_id)}",
     )
     # Copied first, so results.json and the verdicts name only the profile files that were published.
-    gone = copy_run_files(
-        bucket, prefix=settings.results_prefix, run_id=run_id, files=profile_files(profiles)
+    copying = (
+        f"copy the profile files of run {run_id} from runs/ to {settings.results_prefix} (its results, "
+        "verdicts and manifest entry, written after them, were not)"
     )
+    with bucket.errors_named(copying):
+        gone = copy_run_files(
+            bucket, prefix=settings.results_prefix, run_id=run_id, files=profile_files(profiles)
+        )
     profiles = without_gone_files(profiles, gone)
     for file in gone:
         # A profile is never worth failing a night for (docs/results.md): it is published as missing.
