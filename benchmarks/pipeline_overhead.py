@@ -56,7 +56,7 @@ def main() -> None:
         with deployment.served_api() as api:
             _report(environment, api, options.run_id)
         return
-    with environment.scratch_bucket() as bucket:
+    with environment.s3().scratch_bucket() as bucket:
         upgraded = deployment.deploy(
             Overrides(
                 env={"KAI_SCALE_RESULTS_BUCKET": bucket},

@@ -72,7 +72,7 @@ def main() -> None:
             _report([_fill(api, *_profile_and_run(text)) for text in options.read])
         return
     fills = []
-    with environment.scratch_bucket() as bucket:
+    with environment.s3().scratch_bucket() as bucket:
         for profile in _alternating(options.runs):
             upgraded = deployment.deploy(
                 Overrides(

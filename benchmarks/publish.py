@@ -83,7 +83,7 @@ def main() -> None:
         os.environ.update(environment.exports())
         from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - reads the env above
 
-        with environment.scratch_bucket() as bucket:
+        with environment.s3().scratch_bucket() as bucket:
             _measure(ResultsBucketHook(aws_conn_id="aws_default", bucket=bucket), options)
 
 

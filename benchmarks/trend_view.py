@@ -195,7 +195,7 @@ def _bucket_at(endpoint: str) -> Iterator[str]:
     """A bucket of its own at ``endpoint``, reached through the Airflow connection as the view reaches it."""
     import boto3  # noqa: PLC0415
 
-    from localenv.environment import scratch_bucket  # noqa: PLC0415
+    from localenv.s3 import scratch_bucket  # noqa: PLC0415
 
     credentials = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
     os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
@@ -230,7 +230,7 @@ def main() -> None:
             if not environment.is_up():
                 raise SystemExit("the local environment is not running: start it with `make local-up`")
             os.environ.update(environment.exports())
-            bucket = environment.scratch_bucket()
+            bucket = environment.s3().scratch_bucket()
         from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - reads the env above
 
         with bucket as name:

@@ -311,7 +311,8 @@ def main() -> int:
 def bucket_keys(environment: LocalEnvironment, prefix: str) -> list[str]:
     """The keys under ``prefix`` in the local bucket."""
     pages = (
-        environment.s3_client()
+        environment.s3()
+        .client()
         .get_paginator("list_objects_v2")
         .paginate(Bucket=DEFAULT_BUCKET, Prefix=prefix)
     )

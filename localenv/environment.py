@@ -1,8 +1,9 @@
-"""Bring the local environment up and down, and describe it.
+"""Bring the local environment up and down, and describe it: the orchestration of its components.
 
 The control plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler, which kwokctl
-runs: localenv.control_plane), the S3 endpoint (moto server), the release manifests' mirror, the
-Airflow deployment's database, the registry and the node ``kai-system`` on which every real pod runs
+runs: localenv.control_plane), the S3 endpoint (localenv.s3), the release manifests' mirror
+(localenv.manifest_mirror), the Airflow deployment's database (localenv.postgres), the registry
+(localenv.registry) and the node ``kai-system`` (localenv.node) on which every real pod runs
 (CoreDNS, the runner pods, KAI, and what the pipeline's setup installs: KWOK's controller,
 kwok-operator, the fake GPU operator, the monitoring stack).
 """
@@ -15,12 +16,9 @@ import shutil
 import signal
 import string
 import subprocess
-import sys
 import time
 import urllib.parse
-import uuid
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,7 @@ from localenv.paths import REPO
 from localenv.postgres import PostgresServer, data_dir_for
 from localenv.processes import ComponentError
 from localenv.registry import LocalRegistry, StaticImage
+from localenv.s3 import S3Endpoint
 from localenv.settings import Settings
 
 BINARIES = (
@@ -69,14 +68,7 @@ CHART_VALUES_DIR = REPO / "include" / "manifests" / "chart-values"
 CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_MANIFEST = REPO / "include" / "manifests" / "managed-nodepool.yaml"
-# Processes localenv runs itself: the S3 endpoint and the manifest mirror over HTTP for the Airflow
-# deployment's worker pods (and the database, PostgresServer).
-OWN_COMPONENTS = ("s3", "mirror")
 UP_TIMEOUT_SECONDS = 120
-
-
-def _python() -> str:
-    return sys.executable
 
 
 def coredns_manifest() -> str:
@@ -115,10 +107,12 @@ class LocalEnvironment:
 
     def component_states(self) -> dict[str, bool]:
         """Each component and whether it is running."""
-        states = {"kube-apiserver": self.api_ready()}
-        for name in OWN_COMPONENTS:
-            states[name] = processes.running_pid(name=name, run_dir=self.config.run_dir) is not None
-        states["postgres"] = self.postgres().running()
+        states = {
+            "kube-apiserver": self.api_ready(),
+            "s3": self.s3().running(),
+            "mirror": self.mirror_server().running(),
+            "postgres": self.postgres().running(),
+        }
         states["pod network guard"] = self.config.pod_network.guard_installed()
         states["registry"] = self.registry().running()
         states.update(self.node().running())
@@ -178,6 +172,26 @@ class LocalEnvironment:
             data_dir=data_dir_for(config.home),
             port=config.ports.postgres,
             pod_subnet=config.pod_subnet,
+            logs_dir=config.logs_dir,
+            run_dir=config.run_dir,
+        )
+
+    def s3(self) -> S3Endpoint:
+        """The S3 endpoint the pipeline publishes to."""
+        config = self.config
+        return S3Endpoint(
+            port=config.ports.s3,
+            endpoint_url=config.s3_endpoint_url,
+            logs_dir=config.logs_dir,
+            run_dir=config.run_dir,
+        )
+
+    def mirror_server(self) -> manifest_mirror.MirrorServer:
+        """The release manifests' mirror over HTTP."""
+        config = self.config
+        return manifest_mirror.MirrorServer(
+            directory=config.mirror_dir,
+            port=config.ports.mirror,
             logs_dir=config.logs_dir,
             run_dir=config.run_dir,
         )
@@ -244,13 +258,15 @@ class LocalEnvironment:
             directory.mkdir(parents=True, exist_ok=True)
         # Before the API server binds every address and before any pod: the guard, then the bridge.
         self.node().prepare_host()
-        # It starts while the cluster does.
-        self._start_own_components()
+        # They start while the cluster does.
+        self.mirror_server().start()
+        self.postgres().start()
+        self.s3().start()
         self.control_plane().create()
-        self._wait_for_own_components()
+        self.s3().wait_until_listening()
         self._write_manifest_mirror()
         self._start_node()
-        self._create_bucket()
+        self.s3().create_pipeline_bucket()
         if node_count:
             self.scale_node_pool(node_count)
         print(f"local environment up in {time.monotonic() - started:.1f} s (state in {config.home})")
@@ -333,38 +349,6 @@ class LocalEnvironment:
             kubectl=self.kubectl,
         )
 
-    def _start_own_components(self) -> None:
-        """Start the manifest mirror, the database and the S3 endpoint (localenv.s3_server)."""
-        config = self.config
-        config.mirror_dir.mkdir(parents=True, exist_ok=True)
-        mirror = [_python(), "-m", "http.server", str(config.ports.mirror), "--bind", "0.0.0.0"]
-        mirror += ["--directory", str(config.mirror_dir)]
-        processes.start(name="mirror", argv=mirror, log_dir=config.logs_dir, run_dir=config.run_dir)
-        self.postgres().start()
-        argv = [
-            _python(),
-            "-m",
-            "localenv.s3_server",
-            "--host",
-            # Every address, for the runner pods on the bridge; the guard lets only lo and the bridge in.
-            "0.0.0.0",
-            "--port",
-            str(config.ports.s3),
-        ]
-        processes.start(name="s3", argv=argv, log_dir=config.logs_dir, run_dir=config.run_dir)
-
-    def _wait_for_own_components(self) -> None:
-        """Until the S3 endpoint listens; raises naming its log if it exits first."""
-        config = self.config
-        processes.wait_until(
-            lambda: processes.port_in_use(config.ports.s3),
-            timeout=60,
-            component="s3",
-            log_path=config.logs_dir / "s3.log",
-            what="listening",
-            alive=lambda: processes.running_pid(name="s3", run_dir=config.run_dir) is not None,
-        )
-
     def _build_and_push_images(self, registry: LocalRegistry) -> None:
         """The runner's and KAI's images from source (localenv/images.sh; cached, then only pushed)."""
         log_path = self.config.logs_dir / "images.log"
@@ -390,30 +374,6 @@ class LocalEnvironment:
         BuiltImages.parse(result.stdout.decode())  # checks that it reported everything
         self._images_record.write_bytes(result.stdout)
 
-    def _log(self, name: str) -> str:
-        path = self.config.logs_dir / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def s3_client(self) -> Any:
-        """A boto3 client of the local S3 endpoint, with its credentials."""
-        import boto3  # noqa: PLC0415 - only some commands need it; keeps `env` and `status` light
-
-        return boto3.client(
-            "s3",
-            endpoint_url=self.config.s3_endpoint_url,
-            aws_access_key_id=settings.S3_ACCESS_KEY,
-            aws_secret_access_key=settings.S3_SECRET_KEY,
-            region_name=settings.S3_REGION,
-        )
-
-    def scratch_bucket(self) -> AbstractContextManager[str]:
-        """A bucket of its own (``kai-scale-bench-<random>``) for a benchmark; deleted with its objects."""
-        return scratch_bucket(self.s3_client())
-
-    def _create_bucket(self) -> None:
-        s3 = self.s3_client()
-        s3.create_bucket(Bucket=settings.DEFAULT_BUCKET)
-
     def scale_node_pool(self, node_count: int) -> None:
         """Apply managed-nodepool at ``node_count``: kwok-operator, which the setup installs, makes them."""
         if not self.kubectl("get", "crd", NODEPOOL_CRD, "--ignore-not-found", "--output=name").strip():
@@ -434,8 +394,8 @@ class LocalEnvironment:
         config = self.config
         if keep_logs:
             self.control_plane().keep_logs()
-        for name in reversed(OWN_COMPONENTS):
-            processes.stop(name=name, run_dir=config.run_dir)
+        self.mirror_server().stop()
+        self.s3().stop()
         # Its data directory is outside the state directory (PostgreSQL's user cannot enter root's home).
         self.postgres().remove()
         # What up did: the node's preparation saves its snapshot before it changes the machine. Without
@@ -555,20 +515,6 @@ class LocalEnvironment:
             for name in CHART_REGISTRIES
         ]
         return mirrors
-
-
-@contextmanager
-def scratch_bucket(s3: Any) -> Iterator[str]:
-    """A bucket of its own (``kai-scale-bench-<random>``) on the S3 client's endpoint; deleted after."""
-    bucket = f"kai-scale-bench-{uuid.uuid4().hex[:8]}"
-    s3.create_bucket(Bucket=bucket)
-    try:
-        yield bucket
-    finally:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for item in page.get("Contents", []):
-                s3.delete_object(Bucket=bucket, Key=item["Key"])
-        s3.delete_bucket(Bucket=bucket)
 
 
 def _remove_state(home: Path, *, keep: Path | None) -> None:

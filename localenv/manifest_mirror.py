@@ -13,16 +13,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from localenv import pins
+from localenv import pins, processes
 from localenv.processes import ComponentError
 
 GITHUB = "https://github.com/"
+NAME = "mirror"
 
 
 # The kustomize directory of kwok's module each of its release assets is built from, by file name.
@@ -104,3 +107,28 @@ def mirror_rule(mirror: Path) -> dict[str, str]:
 def http_mirror_rule(served_at: str) -> dict[str, str]:
     """The same rule for the mirror directory served over HTTP at ``served_at`` (ending in ``/``)."""
     return {"upstream": GITHUB, "mirror": f"{served_at}github.com/"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MirrorServer:
+    """The mirror's directory over HTTP (Python's http.server), for the Airflow deployment's worker pods."""
+
+    directory: Path
+    port: int
+    logs_dir: Path
+    run_dir: Path
+
+    def start(self) -> None:
+        """Serve ``directory`` on every address (the guard lets only loopback and the pod bridge in)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "http.server", str(self.port), "--bind", "0.0.0.0"]
+        argv += ["--directory", str(self.directory)]
+        processes.start(name=NAME, argv=argv, log_dir=self.logs_dir, run_dir=self.run_dir)
+
+    def running(self) -> bool:
+        """Whether it serves."""
+        return processes.running_pid(name=NAME, run_dir=self.run_dir) is not None
+
+    def stop(self) -> None:
+        """Stop serving."""
+        processes.stop(name=NAME, run_dir=self.run_dir)

@@ -68,14 +68,14 @@ def test_dag_parse() -> None:
 def test_publish_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvironment) -> None:
     output = _run("publish.py", "--history", "20", "--repeat", "1", "--report-mb", "1")
     assert "manifest now holds" in output
-    buckets = [bucket["Name"] for bucket in local_env.s3_client().list_buckets()["Buckets"]]
+    buckets = [bucket["Name"] for bucket in local_env.s3().client().list_buckets()["Buckets"]]
     assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 
 
 def test_trend_view_uses_a_bucket_of_its_own_and_removes_it(local_env: LocalEnvironment) -> None:
     output = _run("trend_view.py", "--history", "60", "--repeat", "1")
     assert "| Runs page, first request" in output
-    buckets = [bucket["Name"] for bucket in local_env.s3_client().list_buckets()["Buckets"]]
+    buckets = [bucket["Name"] for bucket in local_env.s3().client().list_buckets()["Buckets"]]
     assert not [name for name in buckets if name.startswith("kai-scale-bench-")]
 
 

@@ -141,7 +141,7 @@ def test_workload_pod_is_simulated_running(
 
 
 def test_s3_endpoint_rejects_a_stale_if_match(local_env: LocalEnvironment) -> None:
-    s3 = local_env.s3_client()
+    s3 = local_env.s3().client()
     key = f"tests/{uuid.uuid4().hex}/manifest.json"
     bucket = settings.DEFAULT_BUCKET
     first = s3.put_object(Bucket=bucket, Key=key, Body=b'{"runs": []}', IfNoneMatch="*")

@@ -582,7 +582,7 @@ def _freeze_s3_as_publishing_starts(local_env: LocalEnvironment, *, since: float
     Frozen rather than killed: its data lives in its memory. For S3_FROZEN_SECONDS every request to
     it hangs: publishing's, and Airflow's remote logging's.
     """
-    s3 = local_env.s3_client()
+    s3 = local_env.s3().client()
 
     def collected() -> bool:
         pages = s3.get_paginator("list_objects_v2").paginate(
