@@ -6,7 +6,7 @@ both win: a lost update of ``manifest.json`` that AWS S3 never allows (seen: 2 w
 rounds of 20 racing writers, and one lost entry in a full ``make test``). Here writes run one at a
 time, each request's body read before it waits its turn; reads stay concurrent.
 
-    python -m localenv.s3_server --host 127.0.0.1 --port 9000
+    python -m localenv.s3_server --host 127.0.0.1 --port 29000
 """
 
 from __future__ import annotations
