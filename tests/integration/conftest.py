@@ -36,11 +36,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def local_env() -> Iterator[LocalEnvironment]:
-    """The running local environment; started here (with an empty NodePool) and stopped after, if needed."""
+    """The running local environment; started here (with an empty NodePool) and stopped after, if needed.
+
+    One already running gets the images of this checkout first (``up`` on a running environment pushes
+    what changed, images.sh built it): no test runs a runner, KAI or Airflow an earlier checkout built.
+    """
     environment = LocalEnvironment(Settings.from_environment())
     started_here = not environment.is_up()
-    if started_here:
-        environment.up(node_count=0)
+    environment.up(node_count=0)
     yield environment
     if started_here:
         environment.down()
