@@ -153,6 +153,18 @@ def wait_until(
     )
 
 
+def wait_until_listening(*, name: str, port: int, timeout: float, log_dir: Path, run_dir: Path) -> None:
+    """Until the process started as ``name`` listens on ``port``; a ComponentError if it exits first."""
+    wait_until(
+        lambda: port_in_use(port),
+        timeout=timeout,
+        component=name,
+        log_path=log_dir / f"{name}.log",
+        what="listening",
+        alive=lambda: running_pid(name=name, run_dir=run_dir) is not None,
+    )
+
+
 def processes_under(path: str) -> Iterator[int]:
     """Processes whose command line names ``path`` or whose working directory is under it."""
     own = os.getpid()

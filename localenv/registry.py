@@ -83,13 +83,8 @@ class LocalRegistry:
             # Tracing is on by default and would try to export spans.
             env={**os.environ, "OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"},
         )
-        processes.wait_until(
-            lambda: processes.port_in_use(self.port),
-            timeout=30,
-            component=COMPONENT,
-            log_path=self.logs_dir / f"{COMPONENT}.log",
-            what="listening",
-            alive=self.running,
+        processes.wait_until_listening(
+            name=COMPONENT, port=self.port, timeout=30, log_dir=self.logs_dir, run_dir=self.run_dir
         )
 
     def stop(self) -> None:

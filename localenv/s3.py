@@ -37,13 +37,8 @@ class S3Endpoint:
 
     def wait_until_listening(self) -> None:
         """Until it listens; a ComponentError naming its log if it exits first."""
-        processes.wait_until(
-            lambda: processes.port_in_use(self.port),
-            timeout=60,
-            component=NAME,
-            log_path=self.logs_dir / f"{NAME}.log",
-            what="listening",
-            alive=self.running,
+        processes.wait_until_listening(
+            name=NAME, port=self.port, timeout=60, log_dir=self.logs_dir, run_dir=self.run_dir
         )
 
     def running(self) -> bool:
