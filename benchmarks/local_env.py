@@ -23,6 +23,7 @@ from kubernetes import client, config
 
 from kai_scale.cluster.tasks import setup_step
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE, PipelineSettings
+from localenv import exports
 from localenv.environment import LocalEnvironment
 from localenv.node_config import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import processes_under
@@ -104,7 +105,7 @@ def install_kwok_and_kwok_operator(environment: LocalEnvironment) -> None:
 
     (KWOK's controller makes the pool's nodes Ready; a fresh environment has neither, as a real cluster.)
     """
-    os.environ.update(environment.exports())
+    os.environ.update(exports.variables(environment))
     settings = PipelineSettings.from_environment(default_include_dir=REPO / "include")
     setup_step("install_kwok").run(settings=settings)
     setup_step("size_node_pool").run(settings=settings, params={"node_count": 0})

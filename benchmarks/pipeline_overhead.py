@@ -28,7 +28,10 @@ from typing import Any
 
 import httpx
 
-from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment, Overrides
+from localenv import exports
+from localenv.airflow import AirflowDeployment
+from localenv.airflow_api import AirflowApi
+from localenv.airflow_values import NAMESPACE, Overrides
 from localenv.demo import follow, run_path, run_summary, task_instances, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
@@ -123,7 +126,7 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
 
 def _airflow_memory(environment: LocalEnvironment, run: dict[str, Any]) -> str:
     """The peak working set of the Airflow namespace's containers between the run's start and end."""
-    prometheus = environment.monitoring_prometheus_url()
+    prometheus = exports.monitoring_prometheus_url(environment.config)
     start, end = _time(run["start_date"]).timestamp(), _time(run["end_date"]).timestamp()
     query = (
         f'max_over_time(sum(container_memory_working_set_bytes{{namespace="{NAMESPACE}",container!=""}})'

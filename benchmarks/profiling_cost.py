@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kai_scale_model.durations import parse_duration
-from localenv.airflow import AirflowApi, AirflowDeployment, Overrides
+from localenv.airflow import AirflowDeployment
+from localenv.airflow_api import AirflowApi
+from localenv.airflow_values import Overrides
 from localenv.demo import follow, run_path, run_summary, trigger, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings

@@ -72,7 +72,8 @@ def main() -> None:
     parser.add_argument("--report-mb", type=int, default=20)
     options = parser.parse_args()
 
-    from localenv.environment import LocalEnvironment  # noqa: PLC0415 - after argparse, for a fast --help
+    from localenv import exports  # noqa: PLC0415 - after argparse, for a fast --help
+    from localenv.environment import LocalEnvironment  # noqa: PLC0415
     from localenv.settings import Settings  # noqa: PLC0415
 
     environment = LocalEnvironment(Settings.from_environment())
@@ -80,7 +81,7 @@ def main() -> None:
         raise SystemExit("the local environment is not running: start it with `make local-up`")
     with tempfile.TemporaryDirectory(prefix="airflow-bench-") as airflow_home:
         os.environ.setdefault("AIRFLOW_HOME", airflow_home)
-        os.environ.update(environment.exports())
+        os.environ.update(exports.variables(environment))
         from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - reads the env above
 
         with environment.s3().scratch_bucket() as bucket:

@@ -223,13 +223,14 @@ def main() -> None:
         if options.s3_endpoint:
             bucket = _bucket_at(options.s3_endpoint)
         else:
-            from localenv.environment import LocalEnvironment  # noqa: PLC0415 - after argparse, for a fast --help
+            from localenv import exports  # noqa: PLC0415 - after argparse, for a fast --help
+            from localenv.environment import LocalEnvironment  # noqa: PLC0415
             from localenv.settings import Settings  # noqa: PLC0415
 
             environment = LocalEnvironment(Settings.from_environment())
             if not environment.is_up():
                 raise SystemExit("the local environment is not running: start it with `make local-up`")
-            os.environ.update(environment.exports())
+            os.environ.update(exports.variables(environment))
             bucket = environment.s3().scratch_bucket()
         from kai_scale.hooks.results_bucket import ResultsBucketHook  # noqa: PLC0415 - reads the env above
 

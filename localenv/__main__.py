@@ -6,6 +6,7 @@ import argparse
 import shlex
 import sys
 
+from localenv import exports
 from localenv.environment import LocalEnvironment
 from localenv.processes import ComponentError
 from localenv.settings import Settings
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             environment.down()
             print("local environment stopped")
         elif options.command == "env":
-            for name, value in environment.exports().items():
+            for name, value in exports.variables(environment).items():
                 print(f"export {name}={shlex.quote(value)}")
         else:
             for component, running in environment.component_states().items():

@@ -2,10 +2,10 @@
 
 The release installs the chart the local registry serves (``localenv.charts.AIRFLOW_CHART``) with
 deploy/airflow/values.yaml, the local overlay deploy/airflow/values-local.yaml, and a third values
-file written here with what depends on this machine (the image's tag, addresses on the pod bridge).
-Before it, the Secrets values.yaml names are created as a deployer creates them: the database URL,
-the keys, the pipeline's connections and the target cluster's kubeconfig. The UI is served on
-loopback by ``kubectl port-forward``; ``AirflowApi`` is its REST client.
+file of what depends on this machine (localenv.airflow_values). Before it, the Secrets values.yaml
+names are created as a deployer creates them (the same module; the keys, once, here). A deploy that
+cannot start a container stops naming it and its last log lines. The UI is served on loopback by
+``kubectl port-forward``; localenv.airflow_api is its REST client.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ import json
 import secrets
 import shlex
 import subprocess
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,15 +26,14 @@ import httpx
 import yaml
 
 from kai_scale_model.waiting import Deadline, wait_for
-from localenv import postgres, processes, settings
+from localenv import airflow_values, processes
+from localenv.airflow_api import AirflowApi
+from localenv.airflow_values import LOCAL_VALUES, NAMESPACE, VALUES, Overrides
 from localenv.charts import AIRFLOW_CHART
 from localenv.environment import LocalEnvironment
 from localenv.paths import REPO
 from localenv.processes import ComponentError
 
-VALUES = REPO / "deploy" / "airflow" / "values.yaml"
-LOCAL_VALUES = REPO / "deploy" / "airflow" / "values-local.yaml"
-NAMESPACE = "airflow"
 RELEASE = "airflow"
 # What the chart runs, by kind/name, each awaited after an install or upgrade.
 WORKLOADS = (
@@ -48,10 +45,6 @@ WORKLOADS = (
 )
 API_SERVER_SERVICE = "service/airflow-api-server"
 API_SERVER_PORT = 8080
-# The first user values-local.yaml gives the chart's create-user job.
-ADMIN_USER = "admin"
-# The local deployment's, its UI served on loopback only.
-ADMIN_PASSWORD = "admin"
 # The UI's port-forward on loopback, one process per port: airflow-ui-<port>.
 UI_COMPONENT = "airflow-ui"
 # Where the task logs go (values.yaml's remote_base_log_folder), for the tests' reading.
@@ -71,40 +64,6 @@ POLL_SECONDS = 10
 FAILURES_OF_A_CONTAINER_THAT_CANNOT_START = 2
 # The label KubernetesExecutor gives its worker pods, in the release's namespace beside its services.
 WORKER_POD_LABEL = "kubernetes_executor"
-# How long the REST client waits for an api-server that does not answer (a restarting pod).
-RECONNECT_SECONDS = 180
-# Where the worker pods find the target cluster's kubeconfig (values.yaml's volumeMounts).
-KUBECONFIG_IN_POD = "/opt/airflow/secrets/target-cluster/kubeconfig"
-# The Secret of the pipeline's connections, one key per connection id (deploy/airflow/values.yaml).
-CONNECTIONS = "kai-scale-connections"
-# Overrides.scenarios: the ConfigMap of scenario files, and where Airflow's pods find them.
-SCENARIOS = "kai-scale-scenarios"
-SCENARIOS_IN_POD = "/opt/airflow/kai-scale-scenarios"
-# The monitoring chart's Prometheus as pods reach it: its Service (installs.yaml's release and namespace).
-PROMETHEUS_IN_CLUSTER = ("kube-prometheus-stack-prometheus.monitoring.svc", 9090)
-# The setup's Pyroscope (installs.yaml), where KAI's scheduler pushes (the tuning's pyroscope-address).
-PYROSCOPE_IN_CLUSTER = ("pyroscope.monitoring.svc", 4040)
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """What a test gives the release over the local overlay, as a deployment's own values would."""
-
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Settings of every Airflow container and worker pod."""
-    config: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """airflow.cfg values by section."""
-    scenarios: Mapping[str, str] = field(default_factory=dict)
-    """Scenario files (file name to YAML) in place of the image's, as a deployment changes them.
-
-    Without a new image: a ConfigMap mounted into every Airflow pod, named by ``KAI_SCALE_SCENARIOS_DIR``.
-    """
-    component_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """One service's own settings, by its key in the chart (``apiServer``, ``dagProcessor``: its ``env``):
-    changing them restarts no other pod."""
-    connections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    """Airflow connections by id (the JSON of AIRFLOW_CONN_*) added to the Secret kai-scale-connections
-    and given to every Airflow container and worker pod, as a deployment adds its alerts' channels."""
 
 
 class AirflowDeployment:
@@ -128,9 +87,9 @@ class AirflowDeployment:
         """
         self.overrides = overrides or Overrides()
         image = self.environment.built_images().airflow_image
-        generated = self._write_machine_values(image, self.overrides)
+        generated = airflow_values.write_machine_values(self.environment, image, self.overrides)
         values = (*self.values, generated)
-        secrets_manifest = self._secrets_manifest()
+        secrets_manifest = airflow_values.secrets_manifest(self.environment, self.overrides)
         inputs = [path.read_bytes() for path in values] + [
             secrets_manifest.encode(),
             AIRFLOW_CHART.version.encode(),
@@ -148,108 +107,12 @@ class AirflowDeployment:
         record.write_text(digest)
         return True
 
-    def _write_machine_values(self, image: str, overrides: Overrides) -> Path:
-        """The values that depend on this machine (image tag, addresses on the bridge); the overrides."""
-        mirrors = self.environment.source_mirrors(for_pods=True)
-        repository, tag = image.rsplit(":", 1)
-        # helm replaces lists: the overlay's env (which repeats values.yaml's), each name once, with the
-        # machine's and the overrides' values over it.
-        local = yaml.safe_load(LOCAL_VALUES.read_text())
-        env = {entry["name"]: entry["value"] for entry in local["env"]}
-        env |= {"KAI_SCALE_SOURCE_MIRRORS": json.dumps(mirrors), **overrides.env}
-        values: dict[str, Any] = {"images": {"airflow": {"repository": repository, "tag": tag}}}
-        # Helm replaces lists: what the overrides add to one of values.yaml's goes after its entries.
-        shipped = yaml.safe_load(VALUES.read_text())
-        if overrides.scenarios:
-            env["KAI_SCALE_SCENARIOS_DIR"] = SCENARIOS_IN_POD
-            values["volumes"] = [*shipped["volumes"], {"name": SCENARIOS, "configMap": {"name": SCENARIOS}}]
-            mount = {"name": SCENARIOS, "mountPath": SCENARIOS_IN_POD, "readOnly": True}
-            values["volumeMounts"] = [*shipped["volumeMounts"], mount]
-            # Pods restart when the files change: a ConfigMap's update alone reaches them late, one by one.
-            values["airflowPodAnnotations"] = {"kai-scale.dev/scenarios": _digest(overrides.scenarios)}
-        values["env"] = [{"name": name, "value": value} for name, value in env.items()]
-        if overrides.connections:
-            # A name the shipped list has would be a second entry for one variable (as with env above).
-            listed = {entry["secretKey"] for entry in shipped["secret"] if entry["secretName"] == CONNECTIONS}
-            if twice := sorted(overrides.connections.keys() & listed):
-                raise ValueError(f"connections the release already has: {', '.join(twice)}")
-            added = [
-                {
-                    "envName": f"AIRFLOW_CONN_{conn_id.upper()}",
-                    "secretName": CONNECTIONS,
-                    "secretKey": conn_id,
-                }
-                for conn_id in overrides.connections
-            ]
-            values["secret"] = [*shipped["secret"], *added]
-        if overrides.config:
-            values["config"] = {section: dict(options) for section, options in overrides.config.items()}
-        for component, component_env in overrides.component_env.items():
-            # The chart lists the component's env after the global one: Kubernetes' patch of a
-            # Deployment keeps one entry per name, and an upgrade dropped both (seen in a test).
-            if twice := sorted(component_env.keys() & env.keys()):
-                raise ValueError(f"{component}'s env repeats the release's: {', '.join(twice)}")
-            values[component] = {
-                "env": [{"name": name, "value": value} for name, value in component_env.items()]
-            }
-        path = self.config.home / "airflow-values-machine.yaml"
-        path.write_text(yaml.safe_dump(values, sort_keys=False))
-        return path
-
-    def _secrets_manifest(self) -> str:
-        """What a deployer creates before the install: the namespace, the Secrets values.yaml names.
-
-        Also the ConfigMap of the overrides' scenario files, when they have some.
-        """
-        config = self.config
-        gateway = str(config.pod_network.gateway)
-        aws = {
-            "conn_type": "aws",
-            "login": settings.S3_ACCESS_KEY,
-            "password": settings.S3_SECRET_KEY,
-            "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
-        }
-        host, port = PROMETHEUS_IN_CLUSTER
-        pyroscope_host, pyroscope_port = PYROSCOPE_IN_CLUSTER
-        connections = {
-            "kubernetes_default": {
-                "conn_type": "kubernetes",
-                "extra": {"kube_config_path": KUBECONFIG_IN_POD},
-            },
-            "aws_default": aws,
-            "prometheus_default": {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"},
-            "pyroscope_default": {
-                "conn_type": "pyroscope",
-                "host": pyroscope_host,
-                "port": pyroscope_port,
-                "schema": "http",
-            },
-            **self.overrides.connections,
-        }
-        database = postgres.url(host=gateway, port=config.ports.postgres)
-        documents = [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-            _secret("airflow-metadata", {"connection": database}),
-            _secret(CONNECTIONS, {name: json.dumps(body) for name, body in connections.items()}),
-            _secret("kai-scale-target-cluster", {"kubeconfig": self._kubeconfig_for_pods()}),
-        ]
-        if self.overrides.scenarios:
-            documents.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": SCENARIOS, "namespace": NAMESPACE},
-                    "data": dict(self.overrides.scenarios),
-                }
-            )
-        return "\n---\n".join(yaml.safe_dump(document) for document in documents)
-
     def _create_keys_once(self) -> None:
         """The keys of ``airflow-keys``, made once: they must stay the same across upgrades."""
         keys = ("-n", NAMESPACE, "get", "secret", "airflow-keys", "--ignore-not-found", "--output=name")
         if self.environment.kubectl(*keys, check=False).strip():
             return
-        secret = _secret(
+        secret = airflow_values.secret(
             "airflow-keys",
             {
                 "fernet-key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
@@ -258,15 +121,6 @@ class AirflowDeployment:
             },
         )
         self.environment.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(secret))
-
-    def _kubeconfig_for_pods(self) -> str:
-        """The admin kubeconfig, certificates inline, with the API server's address on the bridge."""
-        flat = yaml.safe_load(self.environment.kubectl("config", "view", "--raw", "--flatten", "--minify"))
-        for cluster in flat["clusters"]:
-            cluster["cluster"]["server"] = (
-                f"https://{self.config.pod_network.gateway}:{self.config.ports.kube_apiserver}"
-            )
-        return str(yaml.safe_dump(flat))
 
     def _helm_upgrade(self, values: tuple[Path, ...], started: datetime) -> None:
         registry = self.environment.registry().address
@@ -557,83 +411,3 @@ def _answers(url: str) -> bool:
         return httpx.get(f"{url}/api/v2/monitor/health", timeout=5).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def _digest(files: Mapping[str, str]) -> str:
-    return hashlib.sha256(json.dumps(dict(files), sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _secret(name: str, data: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "type": "Opaque",
-        "stringData": data,
-    }
-
-
-@dataclass
-class AirflowApi:
-    """Airflow's REST API (v2) as a user of the deployment calls it, logged in as ``user``."""
-
-    base_url: str
-    user: str = ADMIN_USER
-    password: str = ADMIN_PASSWORD
-
-    def __post_init__(self) -> None:
-        self._client = httpx.Client(base_url=self.base_url, timeout=60)
-        self._token: str | None = None
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._client.close()
-
-    @property
-    def token(self) -> str | None:
-        """The access token of the last login."""
-        return self._token
-
-    def login(self) -> None:
-        """A token of the auth manager (FAB's /auth/token) for the calls after it."""
-        answer = self._client.post("/auth/token", json={"username": self.user, "password": self.password})
-        if answer.status_code not in (200, 201):
-            failure = f"{answer.status_code} {answer.text[:300]}"
-            raise ComponentError(f"airflow: logging in as {self.user} failed: {failure}")
-        self._token = answer.json()["access_token"]
-
-    def request(self, method: str, path: str, **options: Any) -> httpx.Response:
-        """A call to ``/api/v2<path>``; logs in first, and again once when the token expired.
-
-        A connection that fails is tried again for up to ``RECONNECT_SECONDS``: the api-server's pod may
-        be restarting (an upgrade), and the UI's port-forward then follows its successor. A call that
-        may have reached the server (any error but a refused connection) is tried again only if it
-        reads: a trigger sent twice would start two runs.
-        """
-        deadline = Deadline(seconds=RECONNECT_SECONDS)
-        while True:
-            try:
-                return self._request(method, path, **options)
-            except httpx.TransportError as error:
-                unsent = isinstance(error, httpx.ConnectError)
-                if deadline.passed() or not (unsent or method == "GET"):
-                    raise
-                time.sleep(2)
-
-    def _request(self, method: str, path: str, **options: Any) -> httpx.Response:
-        if self._token is None:
-            self.login()
-        headers = {**options.pop("headers", {}), "Authorization": f"Bearer {self._token}"}
-        answer = self._client.request(method, f"/api/v2{path}", headers=headers, **options)
-        if answer.status_code == 401:
-            self.login()
-            headers["Authorization"] = f"Bearer {self._token}"
-            answer = self._client.request(method, f"/api/v2{path}", headers=headers, **options)
-        return answer
-
-    def get(self, path: str, **options: Any) -> Any:
-        """The JSON of a GET that must succeed."""
-        answer = self.request("GET", path, **options)
-        if answer.status_code != 200:
-            raise ComponentError(f"airflow: GET {path}: {answer.status_code} {answer.text[:300]}")
-        return answer.json()

@@ -24,7 +24,8 @@ from urllib.parse import quote
 import httpx
 
 from kai_scale_model.waiting import wait_for
-from localenv.airflow import ADMIN_PASSWORD, ADMIN_USER, AirflowApi, AirflowDeployment
+from localenv.airflow import AirflowDeployment
+from localenv.airflow_api import ADMIN_PASSWORD, ADMIN_USER, AirflowApi
 from localenv.environment import LocalEnvironment
 from localenv.processes import ComponentError
 from localenv.settings import DEFAULT_BUCKET, Settings

@@ -3,33 +3,30 @@
 The control plane (etcd, kube-apiserver, kube-controller-manager and kube-scheduler, which kwokctl
 runs: localenv.control_plane), the S3 endpoint (localenv.s3), the release manifests' mirror
 (localenv.manifest_mirror), the Airflow deployment's database (localenv.postgres), the registry
-(localenv.registry) and the node ``kai-system`` (localenv.node) on which every real pod runs
-(CoreDNS, the runner pods, KAI, and what the pipeline's setup installs: KWOK's controller,
-kwok-operator, the fake GPU operator, the monitoring stack).
+(localenv.registry) with the images built from source (localenv.source_images), and the node
+``kai-system`` (localenv.node) on which every real pod runs (CoreDNS, the runner pods, KAI, and what
+the pipeline's setup installs: KWOK's controller, kwok-operator, the fake GPU operator, the monitoring
+stack). What points a shell and Airflow at it: localenv.exports.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import string
 import subprocess
 import time
-import urllib.parse
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from kai_scale_model.node_pool import NODEPOOL_CRD
 from kai_scale_model.waiting import wait_for
-from localenv import kai, manifest_mirror, pins, processes, settings
-from localenv.charts import CHART_REGISTRIES, PYROSCOPE_CHART, ChartPusher, vendor_dir
+from localenv import kai, manifest_mirror, pins, processes
+from localenv.charts import ChartPusher, vendor_dir
 from localenv.control_plane import ControlPlane
-from localenv.kai import BuiltImages
 from localenv.node import RealNode
 from localenv.node_config import COREDNS_IMAGE, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT, NodeConfig
 from localenv.paths import REPO
@@ -38,6 +35,7 @@ from localenv.processes import ComponentError
 from localenv.registry import LocalRegistry, StaticImage
 from localenv.s3 import S3Endpoint
 from localenv.settings import Settings
+from localenv.source_images import BuiltImages, SourceImages
 
 BINARIES = (
     # kwokctl, the control plane it runs, and kubectl.
@@ -214,7 +212,7 @@ class LocalEnvironment:
                 "start it with `make local-up`, run `make demo`, then scale the pool"
             )
         if up:
-            self._write_manifest_mirror()
+            manifest_mirror.write_releases(mirror=self.config.mirror_dir, kubectl=self.kubectl)
             # The sources may have changed since it started: images.sh rebuilds only what did.
             self._install_from_source(self.registry())
             if node_count:
@@ -264,7 +262,7 @@ class LocalEnvironment:
         self.s3().start()
         self.control_plane().create()
         self.s3().wait_until_listening()
-        self._write_manifest_mirror()
+        manifest_mirror.write_releases(mirror=self.config.mirror_dir, kubectl=self.kubectl)
         self._start_node()
         self.s3().create_pipeline_bucket()
         if node_count:
@@ -296,14 +294,14 @@ class LocalEnvironment:
         self.node().start(kubectl=self.kubectl)
         self.kubectl("apply", "-f", "-", input_text=coredns_manifest())
         # CoreDNS starts while images.sh runs; as the node's first pod, it is awaited before KAI's.
-        self._build_and_push_images(registry)
+        self.images().build_and_push(registry.address)
         self.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=90s")
         if self.config.kai:
             self.install_kai()
 
     def _install_from_source(self, registry: LocalRegistry) -> None:
         """The runner's and KAI's images built from source and pushed; KAI installed if configured."""
-        self._build_and_push_images(registry)
+        self.images().build_and_push(registry.address)
         if self.config.kai:
             self.install_kai()
 
@@ -328,51 +326,13 @@ class LocalEnvironment:
             kubectl=self.kubectl,
         )
 
+    def images(self) -> SourceImages:
+        """The images built from source, and the record of what images.sh last pushed here."""
+        return SourceImages(record=self.config.home / "images.env", logs_dir=self.config.logs_dir)
+
     def built_images(self) -> BuiltImages:
         """What localenv/images.sh last pushed for this environment."""
-        if not self._images_record.exists():
-            raise ComponentError(
-                f"no images built for this environment ({self._images_record}): run `make local-up`"
-            )
-        return BuiltImages.parse(self._images_record.read_text())
-
-    @property
-    def _images_record(self) -> Path:
-        return self.config.home / "images.env"
-
-    def _write_manifest_mirror(self) -> None:
-        manifest_mirror.write_kwok_operator_release(mirror=self.config.mirror_dir, kubectl=self.kubectl)
-        manifest_mirror.write_kwok_release(
-            mirror=self.config.mirror_dir,
-            kwok_module=_kwok_module_dir(),
-            image=pins.kwok_image(),
-            kubectl=self.kubectl,
-        )
-
-    def _build_and_push_images(self, registry: LocalRegistry) -> None:
-        """The runner's and KAI's images from source (localenv/images.sh; cached, then only pushed)."""
-        log_path = self.config.logs_dir / "images.log"
-        with log_path.open("ab") as log:
-            result = subprocess.run(
-                [str(Path(__file__).with_name("images.sh")), registry.address],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                check=False,
-            )
-            log.write(result.stdout)
-        if result.returncode != 0:
-            # images.sh's own last word names the step and its build log.
-            said = [
-                line
-                for line in log_path.read_text(errors="replace").splitlines()
-                if line.startswith("localenv images:")
-            ]
-            reason = said[-1].removeprefix("localenv images: ") if said else "see the log"
-            raise ComponentError(
-                f"images: building or pushing the images from source failed: {reason} ({log_path})"
-            )
-        BuiltImages.parse(result.stdout.decode())  # checks that it reported everything
-        self._images_record.write_bytes(result.stdout)
+        return self.images().built()
 
     def scale_node_pool(self, node_count: int) -> None:
         """Apply managed-nodepool at ``node_count``: kwok-operator, which the setup installs, makes them."""
@@ -432,90 +392,6 @@ class LocalEnvironment:
             ),
         )
 
-    # ---- env -----------------------------------------------------------------------------------------
-    def exports(self) -> dict[str, str]:
-        """The variables that point a shell, the tests and Airflow at this environment."""
-        config = self.config
-        aws_connection = {
-            "conn_type": "aws",
-            "login": settings.S3_ACCESS_KEY,
-            "password": settings.S3_SECRET_KEY,
-            "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
-        }
-        kubernetes_connection = {
-            "conn_type": "kubernetes",
-            "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
-        }
-        # The pipeline's Prometheus is the one its setup installs (kube-prometheus-stack).
-        prometheus_url = urllib.parse.urlsplit(self.monitoring_prometheus_url())
-        prometheus_connection = {
-            "conn_type": "prometheus",
-            "host": prometheus_url.hostname,
-            "port": prometheus_url.port,
-            "schema": "http",
-        }
-        exports = {
-            "KUBECONFIG": str(config.kubeconfig),
-            "AWS_ENDPOINT_URL_S3": config.s3_endpoint_url,
-            "AWS_ACCESS_KEY_ID": settings.S3_ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": settings.S3_SECRET_KEY,
-            "AWS_DEFAULT_REGION": settings.S3_REGION,
-            "KAI_SCALE_RESULTS_BUCKET": settings.DEFAULT_BUCKET,
-            "PROMETHEUS_URL": prometheus_url.geturl(),
-            "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(kubernetes_connection),
-            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection),
-            "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
-            # What docs/reliability.md asks of every deployment (docker-compose sets it too).
-            "AIRFLOW__WORKERS__API_RETRIES": "10",
-            # KAI at sizes that fit this environment's one 2-CPU node (include/manifests/kai-tuning/).
-            "KAI_SCALE_KAI_TUNING_PROFILE": "local",
-        }
-        # The pipeline's pods go where a cluster's system pods go: onto the tainted system node.
-        taint = SYSTEM_NODE_TAINT
-        exports["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
-        exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
-        # The worker has helm, as the Airflow image does.
-        exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-        # The charts without what is not built here (Grafana, Alertmanager), Prometheus on a NodePort.
-        exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
-        # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
-        exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(self.source_mirrors())
-        return exports
-
-    def monitoring_prometheus_url(self) -> str:
-        """The Prometheus of the monitoring chart the setup installs, on its NodePort at the node's address.
-
-        The port is the one the chart values profile gives it (include/manifests/chart-values/).
-        """
-        profile = yaml.safe_load((CHART_VALUES_DIR / f"{CHART_VALUES_PROFILE}.yaml").read_text())
-        node_port = profile["kube-prometheus-stack"]["prometheus.service.nodePort"]
-        return f"http://{self.config.pod_network.gateway}:{node_port}"
-
-    def source_mirrors(self, *, for_pods: bool = False) -> list[dict[str, Any]]:
-        """The mirrors of what the setup installs (``KAI_SCALE_SOURCE_MIRRORS``).
-
-        The release manifests from the disk, the charts' OCI registries from the local registry, where
-        charts.py pushes them, and Pyroscope's chart repository from the mirror component (helm reads
-        a repository over HTTP only). ``for_pods``: as the Airflow deployment's worker pods reach them,
-        on the pod bridge: the manifests over HTTP too.
-        """
-        config = self.config
-        served_at = f"http://{config.pod_network.gateway}:{config.ports.mirror}/"
-        mirrors: list[dict[str, Any]] = [
-            {"upstream": PYROSCOPE_CHART.repository, "mirror": served_at + PYROSCOPE_CHART.mirror_path}
-        ]
-        if for_pods:
-            mirrors.append(manifest_mirror.http_mirror_rule(served_at))
-            registry = f"{config.pod_network.gateway}:{config.ports.registry}"
-        else:
-            mirrors.append(manifest_mirror.mirror_rule(config.mirror_dir))
-            registry = self.registry().address
-        mirrors += [
-            {"upstream": f"oci://{name}/", "mirror": f"oci://{registry}/{name}/", "plain_http": True}
-            for name in CHART_REGISTRIES
-        ]
-        return mirrors
-
 
 def _remove_state(home: Path, *, keep: Path | None) -> None:
     """Remove the state directory, or all of it but ``keep``."""
@@ -529,17 +405,3 @@ def _remove_state(home: Path, *, keep: Path | None) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink()
-
-
-def _kwok_module_dir() -> Path:
-    """The kwok module in Go's module cache (downloaded when build.sh installed kwok)."""
-    result = subprocess.run(
-        ["go", "env", "GOMODCACHE"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "GOTOOLCHAIN": "local"},
-    )
-    if result.returncode != 0:
-        raise ComponentError(f"cannot find Go's module cache (go env GOMODCACHE): {result.stderr.strip()}")
-    return Path(result.stdout.strip()) / f"sigs.k8s.io/kwok@{pins.kwok_version()}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import yaml
 from kai_scale_model.kai import NAMESPACE
 from kai_scale_model.waiting import Deadline, wait_for
 from localenv.processes import ComponentError
+from localenv.source_images import BuiltImages
 
 RELEASE = "kai-scheduler"
 CHART_IN_SOURCE = Path("deployments") / "kai-scheduler"
@@ -30,41 +30,6 @@ OPERATOR_DEPLOYMENT = "kai-operator"
 # Made by the chart for the binder's GPU reservation pods, and kept by helm on uninstall.
 RESERVATION_NAMESPACE = "kai-resource-reservation"
 READY_TIMEOUT_SECONDS = 300
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuiltImages:
-    """What localenv/images.sh pushed (its last lines, ``key=value``)."""
-
-    runner: str
-    """The runner image, ``<registry>/<repository>:<tag>@<digest>``."""
-    kai_commit: str
-    kai_source: Path
-    """The KAI source tree the images were built from: its chart is installed."""
-    kai_image_repository: str
-    kai_image_tag: str
-    airflow_image: str
-    """The pipeline's Airflow image, ``<repository>:<tag>`` under its upstream name."""
-
-    @classmethod
-    def parse(cls, output: str) -> BuiltImages:
-        """Read images.sh's output; a missing key is a ComponentError naming it."""
-        values = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
-        keys = [
-            *("runner", "kai_commit", "kai_source"),
-            *("kai_image_repository", "kai_image_tag", "airflow_image"),
-        ]
-        missing = [key for key in keys if not values.get(key)]
-        if missing:
-            raise ComponentError(f"images: localenv/images.sh did not report {', '.join(missing)}")
-        return cls(
-            runner=values["runner"],
-            kai_commit=values["kai_commit"],
-            kai_source=Path(values["kai_source"]),
-            kai_image_repository=values["kai_image_repository"],
-            kai_image_tag=values["kai_image_tag"],
-            airflow_image=values["airflow_image"],
-        )
 
 
 def chart_values(

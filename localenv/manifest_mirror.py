@@ -46,13 +46,19 @@ def kwok_release_assets() -> dict[str, str]:
     return assets
 
 
-def write_kwok_release(
-    *, mirror: Path, kwok_module: Path, image: str, kubectl: Callable[..., str]
-) -> list[Path]:
+def write_releases(*, mirror: Path, kubectl: Callable[..., str]) -> None:
+    """Render kwok-operator's and kwok's release manifests into the mirror."""
+    write_kwok_operator_release(mirror=mirror, kubectl=kubectl)
+    write_kwok_release(mirror=mirror, kubectl=kubectl)
+
+
+def write_kwok_release(*, mirror: Path, kubectl: Callable[..., str]) -> list[Path]:
     """Render kwok's release manifests into the mirror; returns the files written.
 
     As kwok's own release renders them: kustomize, with the controller's image set to the release's tag.
     """
+    kwok_module = module_dir(pins.KWOK_MODULE, pins.kwok_version())
+    image = pins.kwok_image()
     written = []
     for url, directory in kwok_release_assets().items():
         with tempfile.TemporaryDirectory() as scratch:

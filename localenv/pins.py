@@ -25,6 +25,8 @@ INSTALLS = REPO / "include" / INSTALLS_FILE
 # The pipeline's Airflow image: the official image it builds on, and the helm it carries (its
 # ``ARG HELM_VERSION`` default, the version a user's build downloads).
 AIRFLOW_DOCKERFILE = REPO / "docker" / "airflow" / "Dockerfile"
+# KWOK's module (its release is installs.yaml's): build.sh installs kwok and kwokctl from it.
+KWOK_MODULE = "sigs.k8s.io/kwok"
 # kwok-operator's release, as the module at the pseudo-version KAI's go.mod pins (its tag is not a
 # semantic version); the module proxy serves it only without the checksum database's check.
 KWOK_OPERATOR_MODULE = "github.com/run-ai/kwok-operator"

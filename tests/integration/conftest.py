@@ -16,9 +16,10 @@ from kai_scale.cluster.teardown import teardown
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.metrics.prometheus_api import PrometheusClient, PrometheusError
 from kai_scale.settings import PipelineSettings
+from localenv import exports
 from localenv.environment import LocalEnvironment
-from localenv.kai import BuiltImages
 from localenv.settings import Settings
+from localenv.source_images import BuiltImages
 from tests.conftest import REPO
 from tests.integration.real_kai import kai_leftovers, switch_scheduler, wait_until_scheduler_serves
 from tests.waiting import wait_for
@@ -139,10 +140,10 @@ def airflow_on_local_env(local_env: LocalEnvironment) -> Iterator[dict[str, str]
     As a task's environment has them; the hooks and steps read connections from it, not from a
     metadata database (the tests' own Airflow has none: every night runs on the deployed one).
     """
-    exports = local_env.exports()
-    saved = {name: os.environ.get(name) for name in exports}
-    os.environ.update(exports)
-    yield exports
+    exported = exports.variables(local_env)
+    saved = {name: os.environ.get(name) for name in exported}
+    os.environ.update(exported)
+    yield exported
     for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)

@@ -28,10 +28,11 @@ from kai_scale.settings import PipelineSettings
 from kai_scale_model.kai import NAMESPACE, SCHEDULER_NAME
 from localenv import kai as kai_chart
 from localenv.environment import LocalEnvironment
-from localenv.kai import CHART_IN_SOURCE, RELEASE, BuiltImages
+from localenv.kai import CHART_IN_SOURCE, RELEASE
 from localenv.kai import install as install_kai
 from localenv.node_config import NODE_NAME, PAUSE_IMAGE, SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT
 from localenv.processes import ComponentError
+from localenv.source_images import BuiltImages
 from tests.conftest import REPO
 from tests.integration.real_kai import kai_leftovers, scheduler_pods, switch_scheduler
 from tests.waiting import wait_for

@@ -15,7 +15,10 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client, config
 
-from localenv.airflow import AirflowApi, AirflowDeployment, Overrides
+from localenv import exports
+from localenv.airflow import AirflowDeployment
+from localenv.airflow_api import AirflowApi
+from localenv.airflow_values import Overrides
 from localenv.demo import wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE
@@ -84,8 +87,8 @@ def s3_from_this_machine(local_env: LocalEnvironment) -> Iterator[dict[str, str]
 
     Yields the variables set (S3_VARIABLES), for what needs a value, such as the bucket's name.
     """
-    exports = local_env.exports()
-    variables = {name: exports[name] for name in S3_VARIABLES}
+    exported = exports.variables(local_env)
+    variables = {name: exported[name] for name in S3_VARIABLES}
     with pytest.MonkeyPatch.context() as patch:
         for name, value in variables.items():
             patch.setenv(name, value)

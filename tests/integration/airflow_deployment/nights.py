@@ -40,7 +40,8 @@ from kai_scale.settings import DEFAULT_NAMESPACE, DEFAULT_RUNNER_IMAGE
 from kai_scale_model import labels
 from kai_scale_model.node_pool import NODEPOOL_CRD
 from localenv import settings as localenv_settings
-from localenv.airflow import CONNECTIONS, NAMESPACE, AirflowApi
+from localenv.airflow_api import AirflowApi
+from localenv.airflow_values import CONNECTIONS, NAMESPACE
 from localenv.demo import DAG_ID, follow, run_path, run_summary, task_instances, trigger
 from localenv.environment import LocalEnvironment
 from localenv.node_config import NODE_NAME

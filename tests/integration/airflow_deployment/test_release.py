@@ -43,8 +43,10 @@ from kai_scale.profiles.summary import function_values, summarize
 from kai_scale.settings import DEFAULT_RUNNER_IMAGE
 from kai_scale.views.plugin import URL_PREFIX as VIEW_PREFIX
 from localenv import settings as localenv_settings
-from localenv.airflow import NAMESPACE, AirflowApi, AirflowDeployment
 from localenv.airflow import RELEASE as AIRFLOW_RELEASE
+from localenv.airflow import AirflowDeployment
+from localenv.airflow_api import AirflowApi
+from localenv.airflow_values import NAMESPACE
 from localenv.demo import DAG_ID, bucket_keys, profiles_line, run_path, wait_for_dag
 from localenv.environment import LocalEnvironment
 from localenv.kai import RELEASE

@@ -38,7 +38,7 @@ from kai_scale.operators.scenario_pod import scenario_task_id
 from kai_scale.settings import DEFAULT_NAMESPACE
 from kai_scale_model import labels
 from localenv import settings as localenv_settings
-from localenv.airflow import AirflowApi
+from localenv.airflow_api import AirflowApi
 from localenv.demo import DAG_ID, run_path
 from tests.alert_receivers import SENDER, WEBHOOK_PATH, WEBHOOK_TOKEN, AlertReceivers, html_body, text_of
 from tests.integration.airflow_deployment.nights import (

@@ -35,7 +35,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from kai_scale.hooks.results_bucket import ResultsBucketHook, Unchanged, Versioned
-from localenv.airflow import AirflowApi, AirflowDeployment
+from localenv.airflow import AirflowDeployment
+from localenv.airflow_api import AirflowApi
 from localenv.demo import VIEW_RUN_PATH
 from tests.trend_history import (
     FAILED_RUN,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localenv.airflow import LOCAL_VALUES, VALUES
+from localenv.airflow_values import LOCAL_VALUES, VALUES
 from localenv.charts import AIRFLOW_CHART, ChartPusher, vendor_dir
 from localenv.node_config import SYSTEM_NODE_LABEL
 from localenv.settings import Settings

@@ -1,4 +1,4 @@
-"""localenv/airflow.py: the values of the machine and of a test's overrides, as helm gets them."""
+"""localenv/airflow_values.py: the machine's values and a test's overrides for helm; a failed deploy."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 import yaml
 
-from localenv.airflow import (
+from localenv.airflow import AirflowDeployment, container_that_cannot_start
+from localenv.airflow_values import (
     CONNECTIONS,
     LOCAL_VALUES,
     SCENARIOS,
     SCENARIOS_IN_POD,
     VALUES,
-    AirflowDeployment,
     Overrides,
-    container_that_cannot_start,
+    write_machine_values,
 )
 from localenv.environment import LocalEnvironment
 from localenv.settings import Settings
@@ -34,7 +34,9 @@ def deployment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AirflowDeploy
 
 
 def _values(deployment: AirflowDeployment, overrides: Overrides) -> dict[str, Any]:
-    path = deployment._write_machine_values("ghcr.io/kai-scale-pipeline/airflow:0123456789ab", overrides)
+    path = write_machine_values(
+        deployment.environment, "ghcr.io/kai-scale-pipeline/airflow:0123456789ab", overrides
+    )
     return dict(yaml.safe_load(path.read_text()))
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from kai_scale.views.plugin import UI_ROUTE, URL_PREFIX
 from localenv import demo
-from localenv.airflow import AirflowApi
+from localenv.airflow_api import AirflowApi
 from localenv.demo import (
     DAG_FILE,
     DAG_ID,

@@ -1,37 +1,12 @@
-"""localenv/kai.py: reading what images.sh pushed, and the chart values made of it."""
+"""localenv/kai.py: the chart values made of what images.sh pushed, and KAI's availability."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
 import yaml
 
-from localenv.kai import BuiltImages, chart_values, reports_available
-from localenv.processes import ComponentError
-
-PUSHED = """\
-runner=127.0.0.1:25000/ghcr.io/kai-scale-pipeline/runner:main@sha256:abc
-kai_commit=d5bc503a146317e51037d89775d77172c6d12f71
-kai_source=/cache/kai-source/d5bc503a1463
-kai_image_repository=ghcr.io/kai-scheduler/kai-scheduler
-kai_image_tag=d5bc503a1463
-airflow_image=ghcr.io/kai-scale-pipeline/airflow:0123456789ab
-"""
-
-
-def test_images_sh_output_is_read() -> None:
-    images = BuiltImages.parse(PUSHED)
-    assert images.kai_source == Path("/cache/kai-source/d5bc503a1463")
-    assert images.kai_image_tag == "d5bc503a1463"
-    assert images.runner.endswith("@sha256:abc")
-    assert images.airflow_image == "ghcr.io/kai-scale-pipeline/airflow:0123456789ab"
-
-
-def test_a_missing_key_is_named() -> None:
-    output = "\n".join(line for line in PUSHED.splitlines() if not line.startswith("kai_image_tag="))
-    with pytest.raises(ComponentError, match="did not report kai_image_tag"):
-        BuiltImages.parse(output)
+from localenv.kai import chart_values, reports_available
+from localenv.source_images import BuiltImages
+from tests.unit.localenv.test_source_images import PUSHED
 
 
 def test_chart_values_point_kai_at_its_built_images_and_the_system_node() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from localenv import exports
 from localenv.environment import LocalEnvironment
 from localenv.settings import Ports, Settings
 from tests.conftest import REPO
@@ -80,8 +81,8 @@ def test_bad_node_settings_name_the_variable(
 
 def test_the_local_deployment_tunes_kai_to_its_size() -> None:
     """Its one node has 2 CPUs: the scale profile's scheduler alone requests 3."""
-    exports = LocalEnvironment(Settings.from_environment()).exports()
-    assert exports["KAI_SCALE_KAI_TUNING_PROFILE"] == "local"
+    exported = exports.variables(LocalEnvironment(Settings.from_environment()))
+    assert exported["KAI_SCALE_KAI_TUNING_PROFILE"] == "local"
     assert (REPO / "include" / "manifests" / "kai-tuning" / "local.yaml").is_file()
 
 
@@ -89,10 +90,10 @@ def test_the_pipeline_installs_the_monitoring_stack_and_reads_its_prometheus(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("KAI_LOCALENV_POD_SUBNET", raising=False)
-    exports = LocalEnvironment(Settings.from_environment()).exports()
-    assert "KAI_SCALE_SKIP_INSTALLS" not in exports, "the setup installs the whole monitoring stack"
-    assert exports["KAI_SCALE_CHART_VALUES_PROFILE"] == "local"
+    exported = exports.variables(LocalEnvironment(Settings.from_environment()))
+    assert "KAI_SCALE_SKIP_INSTALLS" not in exported, "the setup installs the whole monitoring stack"
+    assert exported["KAI_SCALE_CHART_VALUES_PROFILE"] == "local"
     # The NodePort of the local values profile, on the node's address (the pod bridge's).
-    assert exports["PROMETHEUS_URL"] == "http://10.244.0.1:30090"
-    connection = json.loads(exports["AIRFLOW_CONN_PROMETHEUS_DEFAULT"])
+    assert exported["PROMETHEUS_URL"] == "http://10.244.0.1:30090"
+    connection = json.loads(exported["AIRFLOW_CONN_PROMETHEUS_DEFAULT"])
     assert (connection["host"], connection["port"]) == ("10.244.0.1", 30090)
