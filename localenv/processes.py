@@ -6,14 +6,10 @@ import contextlib
 import os
 import signal
 import socket
-import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from kai_scale_model.waiting import WaitTimeout, wait_for
-
-# Children started by this Python process, kept so they are reaped (waited for) when stopped here.
-_children: dict[int, subprocess.Popen[bytes]] = {}
 
 
 class ComponentError(RuntimeError):
@@ -38,25 +34,31 @@ def start(
     run_dir: Path,
     env: Mapping[str, str] | None = None,
 ) -> int:
-    """Start ``argv`` in its own session, output to ``<log_dir>/<name>.log``; return its pid."""
+    """Start ``argv`` in its own session, output to ``<log_dir>/<name>.log``; return its pid.
+
+    Spawned, not a ``subprocess.Popen``: the process outlives this one (``make local-up`` exits, the
+    tests' session ends), and a Popen object of a process still running at exit is a leak to Python.
+    """
     log_dir.mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     with log_path.open("ab") as log:
         try:
-            process = subprocess.Popen(
+            pid = os.posix_spawnp(
+                argv[0],
                 list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=dict(env) if env is not None else None,
-                start_new_session=True,
+                dict(env) if env is not None else os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, log.fileno(), 1),
+                    (os.POSIX_SPAWN_DUP2, log.fileno(), 2),
+                ],
+                setsid=True,
             )
         except OSError as error:
             raise ComponentError(f"{name}: cannot start {argv[0]}: {error}") from error
-    (run_dir / f"{name}.pid").write_text(f"{process.pid} {_start_time(process.pid)}\n")
-    _children[process.pid] = process
-    return process.pid
+    (run_dir / f"{name}.pid").write_text(f"{pid} {_start_time(pid)}\n")
+    return pid
 
 
 def running_pid(*, name: str, run_dir: Path) -> int | None:
@@ -88,9 +90,9 @@ def stop(*, name: str, run_dir: Path, grace_seconds: float = 10.0) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             _gone_within(name=name, run_dir=run_dir, seconds=grace_seconds)
-        child = _children.pop(pid, None)
-        if child is not None:
-            child.wait()
+        # Reaped if this process started it; else its parent's (init's, once that parent exited).
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
     (run_dir / f"{name}.pid").unlink(missing_ok=True)
 
 

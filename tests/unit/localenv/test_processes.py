@@ -1,12 +1,14 @@
-"""localenv.processes.wait_until: what a component that does not come up is told apart by."""
+"""localenv.processes: a background process started, found and stopped; what a wait tells apart."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from localenv.processes import ComponentError, wait_until
+from localenv.processes import ComponentError, running_pid, start, stop, wait_until
+from tests.waiting import wait_for
 
 
 def test_the_wait_ends_as_soon_as_the_condition_holds(tmp_path: Path) -> None:
@@ -34,3 +36,33 @@ def test_at_the_deadline_the_component_and_its_log_are_named(tmp_path: Path) -> 
     with pytest.raises(ComponentError) as stopped:
         wait_until(lambda: False, timeout=0.3, component="registry", log_path=log, what="listening")
     assert str(stopped.value) == f"registry: not listening after 0 s; see its log: {log}"
+
+
+def test_a_started_process_runs_in_its_own_session_with_its_output_in_its_log(tmp_path: Path) -> None:
+    argv = ["sh", "-c", "echo started; echo failing >&2; exec sleep 60"]
+    pid = start(name="sleeper", argv=argv, log_dir=tmp_path / "logs", run_dir=tmp_path / "run")
+    try:
+        assert running_pid(name="sleeper", run_dir=tmp_path / "run") == pid
+        assert os.getsid(pid) == pid, "its own session: stopping it stops its process group"
+        log = tmp_path / "logs" / "sleeper.log"
+        wait_for(lambda: log.read_text() == "started\nfailing\n", timeout=10, what="its output in its log")
+    finally:
+        stop(name="sleeper", run_dir=tmp_path / "run")
+    assert running_pid(name="sleeper", run_dir=tmp_path / "run") is None
+    assert not (tmp_path / "run" / "sleeper.pid").exists()
+    assert not Path(f"/proc/{pid}").exists(), "reaped: no zombie left"
+
+
+def test_a_process_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    argv = ["sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"]
+    pid = start(name="stubborn", argv=argv, log_dir=tmp_path, run_dir=tmp_path)
+    wait_for(lambda: (tmp_path / "stubborn.log").read_text() == "ready\n", timeout=10, what="its trap set")
+    stop(name="stubborn", run_dir=tmp_path, grace_seconds=0.5)
+    assert running_pid(name="stubborn", run_dir=tmp_path) is None
+    assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_program_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ComponentError, match=r"^registry: cannot start no-such-program: "):
+        start(name="registry", argv=["no-such-program"], log_dir=tmp_path, run_dir=tmp_path)
+    assert not (tmp_path / "registry.pid").exists()
