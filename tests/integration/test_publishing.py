@@ -115,6 +115,8 @@ def test_a_runs_files_are_copied_beside_its_results_as_they_are(prefix: str) -> 
     keys = published_keys(prefix=prefix, run_id=run_id)
     assert keys.beside("profiles/a/cpu.pb.gz") == f"{prefix}{run_id}/profiles/a/cpu.pb.gz"
     assert store.read_bytes(keys.beside("profiles/a/cpu.pb.gz")) == profile
+    head = store.client.head_object(Bucket=store.bucket, Key=keys.beside("profiles/a/cpu.pb.gz"))
+    assert head["ContentType"] == "application/octet-stream"
     assert gone == ["profiles/a/gone.pb.gz"]
     assert not store.exists(keys.beside("profiles/a/gone.pb.gz"))
 

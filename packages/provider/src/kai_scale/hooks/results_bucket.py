@@ -214,6 +214,25 @@ class ResultsBucketHook(BaseHook):
         """Remove the object; nothing happens when it does not exist."""
         self.client.delete_object(Bucket=self.bucket, Key=key)
 
+    def copy(self, *, source: str, key: str, content_type: str) -> bool:
+        """Copy the object at ``source`` to ``key`` in the bucket, server-side; False when ``source`` is gone.
+
+        S3's CopyObject, one request whatever the size up to 5 GB (a run's files are far smaller).
+        """
+        try:
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=key,
+                CopySource={"Bucket": self.bucket, "Key": source},
+                MetadataDirective="REPLACE",
+                ContentType=content_type,
+            )
+        except ClientError as error:
+            if _code(error) in NOT_FOUND_CODES:
+                return False
+            raise
+        return True
+
     def write_bytes(self, *, key: str, data: bytes, content_type: str) -> None:
         """Write (or overwrite) an object that is not JSON, e.g. a gzipped pprof profile."""
         self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)

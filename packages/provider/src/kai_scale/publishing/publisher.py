@@ -51,19 +51,19 @@ def copy_run_files(bucket: ResultsBucketHook, *, prefix: str, run_id: str, files
     """Copy the run's ``files`` from its folder under ``runs/`` beside its results; return those gone.
 
     Each is named relative to the run's folder (e.g. ``profiles/<scenario>/cpu.pb.gz``) and copied as it
-    is, before the results are written, so they name only files that were published. Bucket errors are
-    raised as the client raises them (the task names them: ``ResultsBucketHook.errors_named``); a copy
-    made before one is overwritten when the task runs again.
+    is, by the bucket (no byte passes through the worker), before the results are written, so they name
+    only files that were published. Bucket errors are raised as the client raises them (the task names
+    them: ``ResultsBucketHook.errors_named``); a copy made before one is overwritten when the task runs
+    again.
     """
     keys = published_keys(prefix=prefix, run_id=run_id)
-    gone: list[str] = []
-    for file in files:
-        data = bucket.read_bytes(run_file_key(run_id, file))
-        if data is None:
-            gone.append(file)
-        else:
-            bucket.write_bytes(key=keys.beside(file), data=data, content_type=BINARY_CONTENT_TYPE)
-    return gone
+    return [
+        file
+        for file in files
+        if not bucket.copy(
+            source=run_file_key(run_id, file), key=keys.beside(file), content_type=BINARY_CONTENT_TYPE
+        )
+    ]
 
 
 def publish_run(
