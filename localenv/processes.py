@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,23 +37,31 @@ def start(
 ) -> int:
     """Start ``argv`` in its own session, output to ``<log_dir>/<name>.log``; return its pid.
 
-    Spawned, not a ``subprocess.Popen``: the process outlives this one (``make local-up`` exits, the
-    tests' session ends), and a Popen object of a process still running at exit is a leak to Python.
+    Spawned as ``subprocess.Popen`` starts a program (found on the ``PATH`` of ``env``, with no
+    descriptor but the standard three, SIGPIPE and SIGXFSZ at their defaults), but not held as a Popen:
+    the process outlives this one (``make local-up`` exits, the tests' session ends), and Python takes a
+    Popen of a process still running at its exit for a leak.
     """
     log_dir.mkdir(parents=True, exist_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+    environment = dict(env) if env is not None else dict(os.environ)
+    program = shutil.which(argv[0], path=environment.get("PATH", os.defpath))
+    if program is None:
+        raise ComponentError(f"{name}: cannot start {argv[0]}: no such program on its PATH")
     log_path = log_dir / f"{name}.log"
     with log_path.open("ab") as log:
         try:
-            pid = os.posix_spawnp(
-                argv[0],
+            pid = os.posix_spawn(
+                program,
                 list(argv),
-                dict(env) if env is not None else os.environ,
+                environment,
                 file_actions=[
+                    *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_descriptors()),
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                     (os.POSIX_SPAWN_DUP2, log.fileno(), 1),
                     (os.POSIX_SPAWN_DUP2, log.fileno(), 2),
                 ],
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
                 setsid=True,
             )
         except OSError as error:
@@ -61,13 +70,32 @@ def start(
     return pid
 
 
-def running_pid(*, name: str, run_dir: Path) -> int | None:
-    """The pid of the process started as ``name`` if it is still running, else None."""
+def _inheritable_descriptors() -> list[int]:
+    """The descriptors above stderr a child of this process would inherit (Popen's ``close_fds``)."""
+    found = []
+    for entry in os.listdir("/proc/self/fd"):
+        descriptor = int(entry)
+        with contextlib.suppress(OSError):  # the listing's own, closed since
+            if descriptor > 2 and os.get_inheritable(descriptor):
+                found.append(descriptor)
+    return found
+
+
+def _recorded(*, name: str, run_dir: Path) -> tuple[int, str] | None:
+    """The pid and start time in the pid file of ``name``, if there is one."""
     try:
         pid_text, start_time = (run_dir / f"{name}.pid").read_text().split()
+        return int(pid_text), start_time
     except (OSError, ValueError):
         return None
-    pid = int(pid_text)
+
+
+def running_pid(*, name: str, run_dir: Path) -> int | None:
+    """The pid of the process started as ``name`` if it is still running, else None."""
+    recorded = _recorded(name=name, run_dir=run_dir)
+    if recorded is None:
+        return None
+    pid, start_time = recorded
     if _start_time(pid) != start_time or _is_zombie(pid):
         return None
     return pid
@@ -81,7 +109,11 @@ def _is_zombie(pid: int) -> bool:
 
 
 def stop(*, name: str, run_dir: Path, grace_seconds: float = 10.0) -> None:
-    """Stop the process group started as ``name`` (TERM, then KILL after the grace period)."""
+    """Stop the process group started as ``name`` (TERM, then KILL after the grace period).
+
+    Reaped when this process started it, also after it exited on its own; else by its parent (init,
+    once that parent exited).
+    """
     pid = running_pid(name=name, run_dir=run_dir)
     if pid is not None:
         with contextlib.suppress(ProcessLookupError):
@@ -90,9 +122,11 @@ def stop(*, name: str, run_dir: Path, grace_seconds: float = 10.0) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
             _gone_within(name=name, run_dir=run_dir, seconds=grace_seconds)
-        # Reaped if this process started it; else its parent's (init's, once that parent exited).
+    recorded = _recorded(name=name, run_dir=run_dir)
+    # The same process (a zombie keeps its start time), not another that took its pid since.
+    if recorded is not None and _start_time(recorded[0]) == recorded[1]:
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
+            os.waitpid(recorded[0], os.WNOHANG)
     (run_dir / f"{name}.pid").unlink(missing_ok=True)
 
 
