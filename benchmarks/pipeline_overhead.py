@@ -126,7 +126,7 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
 
 def _airflow_memory(environment: LocalEnvironment, run: dict[str, Any]) -> str:
     """The peak working set of the Airflow namespace's containers between the run's start and end."""
-    prometheus = exports.monitoring_prometheus_url(environment.config)
+    prometheus = exports.monitoring_prometheus_url(environment)
     start, end = _time(run["start_date"]).timestamp(), _time(run["end_date"]).timestamp()
     query = (
         f'max_over_time(sum(container_memory_working_set_bytes{{namespace="{NAMESPACE}",container!=""}})'

@@ -61,9 +61,6 @@ BINARIES = (
     "images/coredns",
 )
 MANIFESTS = Path(__file__).with_name("manifests")
-# The deployment's chart values (KAI_SCALE_CHART_VALUES_PROFILE): what is not built here is off.
-CHART_VALUES_DIR = REPO / "include" / "manifests" / "chart-values"
-CHART_VALUES_PROFILE = "local"
 # The same NodePool the pipeline sizes for each run.
 NODEPOOL_MANIFEST = REPO / "include" / "manifests" / "managed-nodepool.yaml"
 UP_TIMEOUT_SECONDS = 120

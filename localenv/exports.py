@@ -20,7 +20,6 @@ from localenv.charts import CHART_REGISTRIES, PYROSCOPE_CHART
 from localenv.environment import LocalEnvironment
 from localenv.node_config import SYSTEM_NODE_TAINT
 from localenv.paths import REPO
-from localenv.settings import Settings
 
 # The deployment's chart values (KAI_SCALE_CHART_VALUES_PROFILE): what is not built here is off.
 CHART_VALUES_DIR = REPO / "include" / "manifests" / "chart-values"
@@ -41,14 +40,14 @@ def variables(environment: LocalEnvironment) -> dict[str, str]:
         "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
     }
     # The pipeline's Prometheus is the one its setup installs (kube-prometheus-stack).
-    prometheus_url = urllib.parse.urlsplit(monitoring_prometheus_url(config))
+    prometheus_url = urllib.parse.urlsplit(monitoring_prometheus_url(environment))
     prometheus_connection = {
         "conn_type": "prometheus",
         "host": prometheus_url.hostname,
         "port": prometheus_url.port,
         "schema": "http",
     }
-    exports = {
+    exported = {
         "KUBECONFIG": str(config.kubeconfig),
         "AWS_ENDPOINT_URL_S3": config.s3_endpoint_url,
         "AWS_ACCESS_KEY_ID": settings.S3_ACCESS_KEY,
@@ -66,25 +65,25 @@ def variables(environment: LocalEnvironment) -> dict[str, str]:
     }
     # The pipeline's pods go where a cluster's system pods go: onto the tainted system node.
     taint = SYSTEM_NODE_TAINT
-    exports["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
-    exports["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
+    exported["KAI_SCALE_SYSTEM_NODE_SELECTOR"] = f"{taint['key']}={taint['value']}"
+    exported["KAI_SCALE_SYSTEM_TOLERATIONS"] = f"{taint['key']}={taint['value']}:{taint['effect']}"
     # The worker has helm, as the Airflow image does.
-    exports["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    exported["PATH"] = f"{config.helm_dir}{os.pathsep}{os.environ.get('PATH', '')}"
     # The charts without what is not built here (Grafana, Alertmanager), Prometheus on a NodePort.
-    exports["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
+    exported["KAI_SCALE_CHART_VALUES_PROFILE"] = CHART_VALUES_PROFILE
     # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
-    exports["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(source_mirrors(environment))
-    return exports
+    exported["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(source_mirrors(environment))
+    return exported
 
 
-def monitoring_prometheus_url(config: Settings) -> str:
+def monitoring_prometheus_url(environment: LocalEnvironment) -> str:
     """The Prometheus of the monitoring chart the setup installs, on its NodePort at the node's address.
 
     The port is the one the chart values profile gives it (include/manifests/chart-values/).
     """
     profile = yaml.safe_load((CHART_VALUES_DIR / f"{CHART_VALUES_PROFILE}.yaml").read_text())
     node_port = profile["kube-prometheus-stack"]["prometheus.service.nodePort"]
-    return f"http://{config.pod_network.gateway}:{node_port}"
+    return f"http://{environment.config.pod_network.gateway}:{node_port}"
 
 
 def source_mirrors(environment: LocalEnvironment, *, for_pods: bool = False) -> list[dict[str, Any]]:

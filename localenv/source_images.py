@@ -59,13 +59,14 @@ class SourceImages:
 
     record: Path
     logs_dir: Path
+    script: Path = IMAGES_SCRIPT
 
     def build_and_push(self, registry: str) -> BuiltImages:
         """Build what changed (the rest is cached), push all to ``registry`` (host:port) and record it."""
         log_path = self.logs_dir / "images.log"
         with log_path.open("ab") as log:
             result = subprocess.run(
-                [str(IMAGES_SCRIPT), registry], stdout=subprocess.PIPE, stderr=log, check=False
+                [str(self.script), registry], stdout=subprocess.PIPE, stderr=log, check=False
             )
             log.write(result.stdout)
         if result.returncode != 0:

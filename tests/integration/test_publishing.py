@@ -106,7 +106,7 @@ def test_a_runs_files_are_copied_beside_its_results_as_they_are(prefix: str) -> 
     run_id = f"20260099-scheduled-{uuid.uuid4().hex[:8]}"
     profile = bytes(range(256)) * 64
     key = run_file_key(run_id, "profiles/a/cpu.pb.gz")
-    store.write_bytes(key=key, data=profile, content_type="application/octet-stream")
+    store.write_bytes(key=key, data=profile, content_type="application/gzip")
 
     gone = copy_run_files(
         store, prefix=prefix, run_id=run_id, files=["profiles/a/cpu.pb.gz", "profiles/a/gone.pb.gz"]
@@ -116,7 +116,7 @@ def test_a_runs_files_are_copied_beside_its_results_as_they_are(prefix: str) -> 
     assert keys.beside("profiles/a/cpu.pb.gz") == f"{prefix}{run_id}/profiles/a/cpu.pb.gz"
     assert store.read_bytes(keys.beside("profiles/a/cpu.pb.gz")) == profile
     head = store.client.head_object(Bucket=store.bucket, Key=keys.beside("profiles/a/cpu.pb.gz"))
-    assert head["ContentType"] == "application/octet-stream"
+    assert head["ContentType"] == "application/octet-stream", "published as the bucket's other profiles"
     assert gone == ["profiles/a/gone.pb.gz"]
     assert not store.exists(keys.beside("profiles/a/gone.pb.gz"))
 

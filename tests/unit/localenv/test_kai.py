@@ -6,7 +6,7 @@ import yaml
 
 from localenv.kai import chart_values, reports_available
 from localenv.source_images import BuiltImages
-from tests.unit.localenv.test_source_images import PUSHED
+from tests.unit.localenv.images_record import PUSHED
 
 
 def test_chart_values_point_kai_at_its_built_images_and_the_system_node() -> None:
