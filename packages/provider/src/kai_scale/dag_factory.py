@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Param, TriggerRule, XComArg, chain, task
+from airflow.sdk import DAG, Param, TriggerRule, XComArg, chain, get_current_context, task
 from airflow.sdk.definitions.taskgroup import TaskGroup
 
 from kai_scale.alerts.wiring import alert_wiring
@@ -108,34 +108,35 @@ def build_nightly_dag(
 
         # No retries: the client retries connecting; re-collecting is a clear of this task.
         @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
-        def collect_metrics(**context: Any) -> str:
+        def collect_metrics() -> str:
             """Each selected scenario's metrics and KAI's profiles over its window, under runs/<run-id>/."""
             return metrics_task.collect_metrics(
-                settings=settings, scenarios=scenarios, profile=profile, context=context
+                settings=settings, scenarios=scenarios, profile=profile, context=get_current_context()
             )
 
         # No retries: a failed scenario fails it on purpose; S3 errors are retried by the client.
         @task(task_id=PUBLISH_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
-        def publish_results(**context: Any) -> dict[str, Any]:
+        def publish_results() -> dict[str, Any]:
             """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry."""
+            context = get_current_context()
             summary = publishing_task.publish_results(settings=settings, scenarios=scenarios, context=context)
             return summary.model_dump(mode="json")  # its return value: the run summary as written
 
         @task(task_id=TEARDOWN_TASK_ID, retries=SETUP_RETRIES)
-        def tear_down_environment(**context: Any) -> list[str]:
+        def tear_down_environment() -> list[str]:
             """Remove what the run created and scale the NodePool back; runs after failures too."""
             return cluster_tasks.tear_down_environment(
-                settings=settings, setup_group=SETUP_GROUP, context=context
+                settings=settings, setup_group=SETUP_GROUP, context=get_current_context()
             )
 
         @task(task_id=TEARDOWN_CHECK_TASK_ID, trigger_rule=TriggerRule.ALL_DONE, retries=0)
-        def check_teardown(**context: Any) -> None:
+        def check_teardown() -> None:
             """Fail the run when the teardown failed: what it could not remove would meet the next night.
 
             Airflow leaves a teardown out of the run's state; its on_failure_fail_dagrun would make the
             teardown the run's only leaf, so a failed publish_results would no longer fail the run.
             """
-            if context["ti"].xcom_pull(task_ids=TEARDOWN_TASK_ID) is None:
+            if get_current_context()["ti"].xcom_pull(task_ids=TEARDOWN_TASK_ID) is None:
                 raise RuntimeError(f"{TEARDOWN_TASK_ID} failed: see its log; the run is not clean")
 
         teardown = tear_down_environment()
@@ -157,8 +158,8 @@ def _setup_task(
     decorator = task.branch if step.branch else task
 
     @decorator(task_id=step.task_id, doc_md=step.summary, multiple_outputs=step.multiple_outputs)
-    def run_setup_step(**context: Any) -> list[str] | dict[str, Any]:
-        params = context["params"]
+    def run_setup_step() -> list[str] | dict[str, Any]:
+        params = get_current_context()["params"]
         done = step.run(settings=settings, params=params, scenario_names=names)
         if not step.branch:
             return done.xcom

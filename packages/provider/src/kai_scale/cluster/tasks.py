@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow.sdk import Context
+
 from kai_scale.cluster import installs, inventory, kai_setup, node_pool, runner_access, teardown
 from kai_scale.cluster.installs import DeploymentInstalls
 from kai_scale.hooks.cluster import ClusterHook
@@ -188,7 +190,7 @@ def setup_step(task_id: str) -> SetupStep:
     raise KeyError(f"no setup step {task_id!r}; the steps are {', '.join(s.task_id for s in SETUP_STEPS)}")
 
 
-def tear_down_environment(*, settings: PipelineSettings, setup_group: str, context: Any) -> list[str]:
+def tear_down_environment(*, settings: PipelineSettings, setup_group: str, context: Context) -> list[str]:
     """Remove what the run created and scale the NodePool back; runs after failures too."""
     # Pulled, not passed: a failed preflight leaves no inventory, and teardown must still run.
     inventory = context["ti"].xcom_pull(task_ids=f"{setup_group}.{CHECK_CLUSTER_TASK}")

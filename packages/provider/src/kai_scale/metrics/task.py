@@ -7,6 +7,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.sdk import Context
+
 from kai_scale.hooks.prometheus import PrometheusHook
 from kai_scale.hooks.results_bucket import ResultsBucketHook
 from kai_scale.metrics.collection import Window, missing_scenarios, scenario_window
@@ -40,7 +42,7 @@ def _window(ti: Any, bucket: ResultsBucketHook, scenario: str) -> Window | None:
 
 
 def collect_metrics(
-    *, settings: PipelineSettings, scenarios: Sequence[Scenario], profile: MetricsProfile, context: Any
+    *, settings: PipelineSettings, scenarios: Sequence[Scenario], profile: MetricsProfile, context: Context
 ) -> str:
     """Write ``runs/<run-id>/metrics.json``, then the profiles; return its key.
 

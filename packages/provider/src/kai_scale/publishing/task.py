@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from airflow.sdk import Context
+
 from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.hooks.cluster import ClusterHook
 from kai_scale.hooks.cluster_errors import ClusterError
@@ -91,7 +93,9 @@ def _deployed_state(cluster: ClusterHook) -> DeployedState:
         return DeployedState(node_count=None, kubernetes_version=None, kai_images={})
 
 
-def publish_results(*, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Any) -> RunSummary:
+def publish_results(
+    *, settings: PipelineSettings, scenarios: Sequence[Scenario], context: Context
+) -> RunSummary:
     """Publish the run: results.json, ginkgo-report.json, metrics.json, then its manifest entry.
 
     Returns the run summary. A failed or not-run scenario, missing metrics or a left-out report fail
