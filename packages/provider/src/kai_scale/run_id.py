@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import UTC, datetime
-from typing import Any
+
+from airflow.sdk.types import DagRunProtocol
 
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -22,6 +23,6 @@ def pipeline_run_id(*, airflow_run_id: str, run_after: datetime) -> str:
     return f"{stamp}-{kind}-{digest}"
 
 
-def run_id_of(dag_run: Any) -> str:
+def run_id_of(dag_run: DagRunProtocol) -> str:
     """The pipeline run id of an Airflow DAG run (its ``run_id`` and ``run_after``)."""
     return pipeline_run_id(airflow_run_id=dag_run.run_id, run_after=dag_run.run_after)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from airflow.sdk import Context
+from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 from kai_scale.hooks.prometheus import PrometheusHook
 from kai_scale.hooks.results_bucket import ResultsBucketHook
@@ -29,7 +29,7 @@ class MetricsMissingError(RuntimeError):
     """Some metrics could not be collected; raised after the metrics document marks them missing."""
 
 
-def _window(ti: Any, bucket: ResultsBucketHook, scenario: str) -> Window | None:
+def _window(ti: RuntimeTaskInstanceProtocol, bucket: ResultsBucketHook, scenario: str) -> Window | None:
     outputs = recorded_outputs(ti, scenario)
     outcome_text = bucket.read_text(outputs["keys"][OUTCOME]) if outputs else None
     try:

@@ -6,9 +6,9 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from airflow.sdk import Context
+from airflow.sdk.types import RuntimeTaskInstanceProtocol
 
 from kai_scale.cluster.kai_tuning import load_profile
 from kai_scale.hooks.cluster import ClusterHook
@@ -51,7 +51,10 @@ class RunFailedError(RuntimeError):
 
 
 def _entries(
-    ti: Any, bucket: ResultsBucketHook, scenarios: Sequence[Scenario], selected: Sequence[str]
+    ti: RuntimeTaskInstanceProtocol,
+    bucket: ResultsBucketHook,
+    scenarios: Sequence[Scenario],
+    selected: Sequence[str],
 ) -> list[ScenarioEntry]:
     entries = []
     for scenario in scenarios:
