@@ -11,8 +11,8 @@ Deployment running and ready. KAI's operator names that Deployment ``<schedulerN
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from kubernetes.client import ApiextensionsV1Api, CoreV1Api, V1Pod
 from kubernetes.client.rest import ApiException
 
 from kai_scale_model import kai
@@ -24,8 +24,8 @@ READY_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 2.0
 
 
-def serving(pod: Any) -> bool:
-    """Whether a pod (``V1Pod``) is running, ready and not being deleted."""
+def serving(pod: V1Pod) -> bool:
+    """Whether a pod is running, ready and not being deleted."""
     status = pod.status
     return (
         pod.metadata.deletion_timestamp is None
@@ -35,14 +35,14 @@ def serving(pod: Any) -> bool:
     )
 
 
-def _state(pod: Any) -> str:
+def _state(pod: V1Pod) -> str:
     phase = (pod.status.phase if pod.status else None) or "no status"
     if pod.metadata.deletion_timestamp is not None:
         return f"{phase}, being deleted"
     return f"{phase}, not ready" if phase == "Running" else phase
 
 
-def scheduler_not_serving_reason(pods: Sequence[Any]) -> str | None:
+def scheduler_not_serving_reason(pods: Sequence[V1Pod]) -> str | None:
     """Why none of the scheduler's pods serves, naming each and its state; None when one does."""
     if any(serving(pod) for pod in pods):
         return None
@@ -54,15 +54,16 @@ def scheduler_not_serving_reason(pods: Sequence[Any]) -> str | None:
 
 
 def kai_not_ready_reason(
-    *, extensions: Any, core: Any, timeout: float = READY_TIMEOUT_SECONDS, poll: float = POLL_SECONDS
+    *,
+    extensions: ApiextensionsV1Api,
+    core: CoreV1Api,
+    timeout: float = READY_TIMEOUT_SECONDS,
+    poll: float = POLL_SECONDS,
 ) -> str | None:
     """Why KAI cannot serve a scenario, or None when it can.
 
     A missing CRD is said at once; a scheduler that is not serving is waited for up to ``timeout``
     seconds, polling every ``poll``.
-
-    :param extensions: an ``ApiextensionsV1Api``.
-    :param core: a ``CoreV1Api``.
     """
     try:
         extensions.read_custom_resource_definition(kai.QUEUE_CRD)
