@@ -7,10 +7,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from airflow.sdk import BaseHook
 from botocore.exceptions import BotoCoreError, ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef, PutObjectRequestTypeDef
 
 JSON_CONTENT_TYPE = "application/json"
 # Any object that is not JSON, such as a gzipped pprof profile.
@@ -75,7 +79,7 @@ class ResultsBucketHook(BaseHook):
         self.max_attempts = max_attempts
 
     @cached_property
-    def client(self) -> Any:
+    def client(self) -> S3Client:
         """The boto3 S3 client of the connection (SigV4, retrying transient errors)."""
         # Imported here: boto3 and botocore are slow to import and DAG parsing never needs them.
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook  # noqa: PLC0415
@@ -90,7 +94,7 @@ class ResultsBucketHook(BaseHook):
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             read_timeout=READ_TIMEOUT_SECONDS,
         )
-        client = S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
+        client: S3Client = S3Hook(aws_conn_id=self.aws_conn_id, config=config).get_conn()
         client.meta.events.register("needs-retry.s3", self._log_failed_attempt)
         return client
 
@@ -137,9 +141,9 @@ class ResultsBucketHook(BaseHook):
             )
         )
 
-    def _get(self, key: str) -> dict[str, Any] | None:
+    def _get(self, key: str) -> GetObjectOutputTypeDef | None:
         try:
-            return dict(self.client.get_object(Bucket=self.bucket, Key=key))
+            return self.client.get_object(Bucket=self.bucket, Key=key)
         except ClientError as error:
             if _code(error) in NOT_FOUND_CODES:
                 return None
@@ -172,7 +176,7 @@ class ResultsBucketHook(BaseHook):
         if etag is None:
             return self.read_versioned(key)
         try:
-            response = dict(self.client.get_object(Bucket=self.bucket, Key=key, IfNoneMatch=etag))
+            response = self.client.get_object(Bucket=self.bucket, Key=key, IfNoneMatch=etag)
         except ClientError as error:
             if _code(error) in NOT_MODIFIED_CODES:
                 return Unchanged.UNCHANGED
@@ -186,11 +190,18 @@ class ResultsBucketHook(BaseHook):
 
         Raises ObjectChanged when another writer got there first.
         """
-        condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        request: PutObjectRequestTypeDef = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "Body": text.encode(),
+            "ContentType": JSON_CONTENT_TYPE,
+        }
+        if etag:
+            request["IfMatch"] = etag
+        else:
+            request["IfNoneMatch"] = "*"
         try:
-            self.client.put_object(
-                Bucket=self.bucket, Key=key, Body=text.encode(), ContentType=JSON_CONTENT_TYPE, **condition
-            )
+            self.client.put_object(**request)
         except ClientError as error:
             if _code(error) in CONDITION_FAILED_CODES:
                 raise ObjectChanged(f"{key} changed while it was being updated") from error
