@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from localenv import exports, postgres, settings
+from localenv import exports, postgres
 from localenv.environment import LocalEnvironment
 from localenv.paths import REPO
 
@@ -115,12 +115,6 @@ def secrets_manifest(environment: LocalEnvironment, overrides: Overrides) -> str
     """
     config = environment.config
     gateway = str(config.pod_network.gateway)
-    aws = {
-        "conn_type": "aws",
-        "login": settings.S3_ACCESS_KEY,
-        "password": settings.S3_SECRET_KEY,
-        "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
-    }
     host, port = PROMETHEUS_IN_CLUSTER
     pyroscope_host, pyroscope_port = PYROSCOPE_IN_CLUSTER
     connections = {
@@ -128,7 +122,7 @@ def secrets_manifest(environment: LocalEnvironment, overrides: Overrides) -> str
             "conn_type": "kubernetes",
             "extra": {"kube_config_path": KUBECONFIG_IN_POD},
         },
-        "aws_default": aws,
+        "aws_default": exports.aws_connection(environment),
         "prometheus_default": {"conn_type": "prometheus", "host": host, "port": port, "schema": "http"},
         "pyroscope_default": {
             "conn_type": "pyroscope",

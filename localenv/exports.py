@@ -29,12 +29,6 @@ CHART_VALUES_PROFILE = "local"
 def variables(environment: LocalEnvironment) -> dict[str, str]:
     """The variables that point a shell, the tests and Airflow at this environment."""
     config = environment.config
-    aws_connection = {
-        "conn_type": "aws",
-        "login": settings.S3_ACCESS_KEY,
-        "password": settings.S3_SECRET_KEY,
-        "extra": {"endpoint_url": config.s3_endpoint_url, "region_name": settings.S3_REGION},
-    }
     kubernetes_connection = {
         "conn_type": "kubernetes",
         "extra": {"kube_config_path": str(config.kubeconfig), "in_cluster": False},
@@ -56,7 +50,7 @@ def variables(environment: LocalEnvironment) -> dict[str, str]:
         "KAI_SCALE_RESULTS_BUCKET": settings.DEFAULT_BUCKET,
         "PROMETHEUS_URL": prometheus_url.geturl(),
         "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(kubernetes_connection),
-        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection),
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws_connection(environment)),
         "AIRFLOW_CONN_PROMETHEUS_DEFAULT": json.dumps(prometheus_connection),
         # What docs/reliability.md asks of every deployment (docker-compose sets it too).
         "AIRFLOW__WORKERS__API_RETRIES": "10",
@@ -74,6 +68,16 @@ def variables(environment: LocalEnvironment) -> dict[str, str]:
     # This cluster is air-gapped: the setup installs from the local registry and the mirror on disk.
     exported["KAI_SCALE_SOURCE_MIRRORS"] = json.dumps(source_mirrors(environment))
     return exported
+
+
+def aws_connection(environment: LocalEnvironment) -> dict[str, Any]:
+    """The pipeline's AWS connection to this environment's S3 endpoint (the same from pods and here)."""
+    return {
+        "conn_type": "aws",
+        "login": settings.S3_ACCESS_KEY,
+        "password": settings.S3_SECRET_KEY,
+        "extra": {"endpoint_url": environment.config.s3_endpoint_url, "region_name": settings.S3_REGION},
+    }
 
 
 def monitoring_prometheus_url(environment: LocalEnvironment) -> str:
