@@ -373,6 +373,7 @@ def test_the_pipeline_overhead_benchmark_reads_the_night(first_night: Night) -> 
     for row in (
         "| sanity-fill-cluster (success): runner / task |",
         "| **overhead outside runner pods** |",
+        "| overhead outside the scenario tasks (a lower bound) |",
         "| worker pod from queued to running, ",
         "| Airflow's pods' memory, peak during the run | ",
     ):
