@@ -9,7 +9,7 @@ it) through its REST API and reports:
 - the run's wall time split into the time the runners spent on their scenarios (from each
   outcome.json) and everything else: setup, worker and runner pod start-up, the summary, teardown and
   the scheduling gaps between tasks — and a workload's removal of its pods, which its runner does after
-  uploading its measurement; the time outside the scenario tasks is the lower bound;
+  uploading its measurement; the time outside the scenario tasks is a lower bound on that overhead;
 - each task's worker pod from queued to running its code (the task instance's ``queued_when`` to its
   ``start_date``): median and maximum over the run;
 - the memory of Airflow's pods in the cluster (its namespace's containers, working set, from the
@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from kai_scale.operators.scenario_pod import ScenarioPodOperator, scenario_task_id
 from localenv import exports
 from localenv.airflow import AirflowDeployment
 from localenv.airflow_api import AirflowApi
@@ -95,7 +96,7 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
     summary = run_summary(api, run_id) or {"scenarios": []}
     instances = {ti["task_id"]: ti for ti in task_instances(api, run_id)}
     durations = {task: ti["duration"] or 0.0 for task, ti in instances.items()}
-    in_runners = in_scenario_tasks = 0.0
+    in_runners = 0.0
     print(f"| {node_count} nodes, run {state} | seconds |")
     print("|---|---|")
     for entry in summary["scenarios"]:
@@ -103,9 +104,8 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
         if outcome:
             seconds = _seconds(outcome["started_at"], outcome["finished_at"])
             in_runners += seconds
-            task = f"run_{entry['scenario'].replace('-', '_')}"
+            task = scenario_task_id(entry["scenario"])
             label = f"{entry['scenario']} ({entry['status']}): runner / task"
-            in_scenario_tasks += durations[task]
             print(f"| {label} | {seconds:.0f} / {durations[task]:.1f} |")
     setup = sum(v for k, v in durations.items() if k.startswith("setup."))
     print(f"| setup tasks | {setup:.1f} |")
@@ -115,10 +115,10 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
     print(f"| metrics + publishing + teardown | {closing:.1f} |")
     print(f"| whole run (the DAG run's start to end) | {wall:.1f} |")
     print(f"| **overhead outside runner pods** | **{wall - in_runners:.1f}** |")
-    # The runner's own time is its measurement (outcome.json); its pod also starts before it and may
-    # clean up after it (a workload removes its pods once it uploaded). Outside the scenario tasks
-    # is the lower bound: those tasks also hold their worker pods' start.
-    print(f"| overhead outside the scenario tasks (a lower bound) | {wall - in_scenario_tasks:.1f} |")
+    # A lower bound on the overhead: a scenario task also holds the operator's own work and its runner
+    # pod's start.
+    outside_scenario_tasks = wall - _scenario_tasks_seconds(api, run_id, instances)
+    print(f"| overhead outside the scenario tasks (a lower bound) | {outside_scenario_tasks:.1f} |")
     waits = [
         _seconds(ti["queued_when"], ti["start_date"])
         for ti in instances.values()
@@ -128,6 +128,16 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
         spread = f"median {statistics.median(waits):.1f}, max {max(waits):.1f}"
         print(f"| worker pod from queued to running, {len(waits)} tasks | {spread} |")
     print(f"| Airflow's pods' memory, peak during the run | {_airflow_memory(environment, run)} |")
+
+
+def _scenario_tasks_seconds(api: AirflowApi, run_id: str, instances: dict[str, dict[str, Any]]) -> float:
+    """Every try of every scenario task, with or without an outcome (a lost worker's try included)."""
+    total = 0.0
+    for task, instance in instances.items():
+        if instance["operator"] == ScenarioPodOperator.__name__:
+            tries = api.get(f"{run_path(run_id)}/taskInstances/{task}/tries")["task_instances"]
+            total += sum(ti["duration"] or 0.0 for ti in tries)
+    return total
 
 
 def _airflow_memory(environment: LocalEnvironment, run: dict[str, Any]) -> str:

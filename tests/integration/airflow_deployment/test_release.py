@@ -372,12 +372,19 @@ def test_the_pipeline_overhead_benchmark_reads_the_night(first_night: Night) -> 
     assert result.returncode == 0, result.stderr[-3000:]
     for row in (
         "| sanity-fill-cluster (success): runner / task |",
-        "| **overhead outside runner pods** |",
-        "| overhead outside the scenario tasks (a lower bound) |",
         "| worker pod from queued to running, ",
         "| Airflow's pods' memory, peak during the run | ",
     ):
         assert row in result.stdout, result.stdout
+    cells = [line.strip("|").split("|") for line in result.stdout.splitlines() if line.count("|") == 3]
+    rows = {label.strip(" *"): value.strip(" *") for label, value in cells}
+    wall = float(rows["whole run (the DAG run's start to end)"])
+    upper = float(rows["overhead outside runner pods"])
+    lower = float(rows["overhead outside the scenario tasks (a lower bound)"])
+    assert 0 < upper < wall, result.stdout
+    assert 0 < lower < wall, result.stdout
+    # The two scenario tasks were found: KAI's suite keeps each busy for more than a minute.
+    assert wall - lower > 120, result.stdout
 
 
 def test_the_profiling_cost_benchmark_reads_the_night(first_night: Night) -> None:
