@@ -97,6 +97,7 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
     instances = {ti["task_id"]: ti for ti in task_instances(api, run_id)}
     durations = {task: ti["duration"] or 0.0 for task, ti in instances.items()}
     in_runners = 0.0
+    outcomes: dict[str, dict[str, Any]] = {}
     print(f"| {node_count} nodes, run {state} | seconds |")
     print("|---|---|")
     for entry in summary["scenarios"]:
@@ -105,6 +106,7 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
             seconds = _seconds(outcome["started_at"], outcome["finished_at"])
             in_runners += seconds
             task = scenario_task_id(entry["scenario"])
+            outcomes[task] = outcome
             label = f"{entry['scenario']} ({entry['status']}): runner / task"
             print(f"| {label} | {seconds:.0f} / {durations[task]:.1f} |")
     setup = sum(v for k, v in durations.items() if k.startswith("setup."))
@@ -117,7 +119,7 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
     print(f"| **overhead outside runner pods** | **{wall - in_runners:.1f}** |")
     # A lower bound on the overhead: a scenario task also holds the operator's own work and its runner
     # pod's start.
-    outside_scenario_tasks = wall - _scenario_tasks_seconds(api, run_id, instances)
+    outside_scenario_tasks = wall - _scenario_tasks_seconds(api, run_id, instances, outcomes)
     print(f"| overhead outside the scenario tasks (a lower bound) | {outside_scenario_tasks:.1f} |")
     waits = [
         _seconds(ti["queued_when"], ti["start_date"])
@@ -130,14 +132,35 @@ def _report(environment: LocalEnvironment, api: AirflowApi, run_id: str) -> None
     print(f"| Airflow's pods' memory, peak during the run | {_airflow_memory(environment, run)} |")
 
 
-def _scenario_tasks_seconds(api: AirflowApi, run_id: str, instances: dict[str, dict[str, Any]]) -> float:
-    """Every try of every scenario task, with or without an outcome (a lost worker's try included)."""
+def _scenario_tasks_seconds(
+    api: AirflowApi, run_id: str, instances: dict[str, dict[str, Any]], outcomes: dict[str, dict[str, Any]]
+) -> float:
+    """The time the scenario tasks held, with or without an outcome (they run one at a time).
+
+    Each task's tries (a lost worker's included) and its runner's measurement, which goes on between a
+    lost worker's try and the retry that reattaches to it: the union of their spans.
+    """
     total = 0.0
     for task, instance in instances.items():
-        if instance["operator"] == ScenarioPodOperator.__name__:
-            tries = api.get(f"{run_path(run_id)}/taskInstances/{task}/tries")["task_instances"]
-            total += sum(ti["duration"] or 0.0 for ti in tries)
+        if instance["operator"] != ScenarioPodOperator.__name__:
+            continue
+        tries = api.get(f"{run_path(run_id)}/taskInstances/{task}/tries")["task_instances"]
+        spans = [(ti["start_date"], ti["end_date"]) for ti in tries if ti["start_date"] and ti["end_date"]]
+        if outcome := outcomes.get(task):
+            spans.append((outcome["started_at"], outcome["finished_at"]))
+        total += _covered_seconds(spans)
     return total
+
+
+def _covered_seconds(spans: list[tuple[str, str]]) -> float:
+    """The length of the union of time spans (ISO 8601 start and end)."""
+    covered, reached = 0.0, None
+    for start, end in sorted((_time(start), _time(end)) for start, end in spans):
+        begin = start if reached is None else max(start, reached)
+        if end > begin:
+            covered += (end - begin).total_seconds()
+            reached = end
+    return covered
 
 
 def _airflow_memory(environment: LocalEnvironment, run: dict[str, Any]) -> str:

@@ -64,6 +64,7 @@ from tests.integration.airflow_deployment.cluster_state import (
 from tests.integration.airflow_deployment.nights import (
     ADOPTED,
     ALL_SCENARIOS,
+    FIRST_NIGHT,
     NODE_COUNT,
     NOTHING_LEFT,
     REATTACHED,
@@ -381,10 +382,10 @@ def test_the_pipeline_overhead_benchmark_reads_the_night(first_night: Night) -> 
     wall = float(rows["whole run (the DAG run's start to end)"])
     upper = float(rows["overhead outside runner pods"])
     lower = float(rows["overhead outside the scenario tasks (a lower bound)"])
-    assert 0 < upper < wall, result.stdout
-    assert 0 < lower < wall, result.stdout
-    # The two scenario tasks were found: KAI's suite keeps each busy for more than a minute.
-    assert wall - lower > 120, result.stdout
+    assert 0 < lower <= upper < wall, result.stdout
+    # Both workers were lost: their tasks held more than their last tries' durations.
+    last_tries = sum(first_night.instances[scenario_task_id(name)]["duration"] for name in FIRST_NIGHT)
+    assert wall - lower > last_tries, result.stdout
 
 
 def test_the_profiling_cost_benchmark_reads_the_night(first_night: Night) -> None:
